@@ -1,0 +1,3 @@
+"""wfctl: keep self-hosted @workflow/world-postgres worlds healthy."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,119 @@
+"""`wfctl bootstrap`: create a world identical to the package's, via alembic revisions.
+
+The revisions (in `migrations/versions/`) run wfctl's own DDL from `sql/bootstrap/`. For a
+database that already holds a world, nothing is created: the live catalog is compared with
+the expected one for the requested era and, when equal, the revision is only stamped; when
+different, bootstrap refuses and prints how they differ. Idempotent by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection as SAConnection
+from sqlalchemy.pool import NullPool
+
+from wfctl import sql
+from wfctl.errors import RefusedError
+from wfctl.world import catalog, drizzle, model
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+WFCTL_HEAD = "w0001_wfctl_schema"
+ERA_REVISION = {"beta29": "w0002_world_beta29", "slot": "w0003_world_slot"}
+
+
+@dataclass
+class BootstrapResult:
+    era: str
+    action: str  # "created", "adopted", "unchanged"
+    revision: str
+
+
+def run_sql_file(bind: SAConnection, name: str) -> None:
+    """Execute one `sql/<name>.sql` file as a single multi-statement batch."""
+    bind.exec_driver_sql(sql.load(name))
+
+
+def record_drizzle_migrations(bind: SAConnection) -> None:
+    """Record 0000-0017 as drizzle would, so the package's own migrator then does nothing."""
+    for m in drizzle.BETA29:
+        bind.execute(
+            text(
+                "INSERT INTO workflow_drizzle.workflow_migrations (hash, created_at)"
+                " VALUES (:hash, :created_at)"
+            ),
+            {"hash": m.sha256, "created_at": m.when},
+        )
+
+
+def _config(connection: SAConnection) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _current_revision(connection: SAConnection) -> str | None:
+    ctx = MigrationContext.configure(
+        connection, opts={"version_table": "alembic_version", "version_table_schema": "wfctl"}
+    )
+    return ctx.get_current_revision()
+
+
+def bootstrap(conn: psycopg.Connection[Any], era: str) -> BootstrapResult:
+    """Bring the database to `era`, creating, adopting or refusing as described above."""
+    world = model.inspect(conn, with_drift=False)
+    target = ERA_REVISION[era]
+    if world.present:
+        _check_existing(conn, world, era)
+    conninfo = conn.info.dsn
+    password = conn.info.password
+    engine = create_engine(
+        "postgresql+psycopg://",
+        creator=lambda: psycopg.connect(conninfo, password=password),
+        poolclass=NullPool,
+    )
+    try:
+        with engine.begin() as sa_conn:
+            cfg = _config(sa_conn)
+            current = _current_revision(sa_conn) if world.has_wfctl else None
+            if world.present:
+                if current == target:
+                    return BootstrapResult(era, "unchanged", target)
+                if current is None:
+                    command.upgrade(cfg, WFCTL_HEAD)  # wfctl's own schema only
+                command.stamp(cfg, target)
+                return BootstrapResult(era, "adopted", target)
+            command.upgrade(cfg, target)
+            return BootstrapResult(era, "created", target)
+    finally:
+        engine.dispose()
+
+
+def _check_existing(conn: psycopg.Connection[Any], world: model.World, era: str) -> None:
+    """An existing world must already be exactly the requested era's catalog."""
+    if world.era == "slot" and era == "beta29":
+        raise RefusedError(
+            "this database holds a slot-era world; it cannot be bootstrapped as beta.29",
+            hint="use --era slot",
+        )
+    if world.era == "beta29" and era == "slot":
+        raise RefusedError(
+            "this database holds a beta.29-shape world; bootstrap does not convert a live world",
+            hint="`wfctl migrate --online` swaps the event key without blocking writers",
+        )
+    differences = catalog.diff(catalog.expected(era), catalog.describe(conn))
+    if differences:
+        shown = "; ".join(differences[:5])
+        more = f" (+{len(differences) - 5} more)" if len(differences) > 5 else ""
+        raise RefusedError(
+            f"an existing world differs from the {era} catalog: {shown}{more}",
+            hint="`wfctl info` shows the full drift; bootstrap never alters an existing world",
+        )

@@ -1,0 +1,1 @@
+"""The world: what a `@workflow/world-postgres` database looks like, by era."""
