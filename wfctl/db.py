@@ -78,9 +78,14 @@ def read_only(conn: psycopg.Connection[tuple[object, ...]]) -> Iterator[None]:
         yield
 
 
+def _one_line(exc: BaseException) -> str:
+    """A driver message folded to one line (libpq adds tab-indented detail lines)."""
+    return "; ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+
+
 def connect_error(exc: psycopg.Error, target: Target) -> WfctlError:
     """Classify a failure to connect: the reason in one line, and what to try next."""
-    text = mask_text(str(exc).strip().splitlines()[-1] if str(exc).strip() else "", target.dsn.conninfo)
+    text = mask_text(_one_line(exc), target.dsn.conninfo)
     where = f"(DSN from {target.dsn.source})"
     lowered = text.lower()
     if "password authentication failed" in lowered or "no password supplied" in lowered:
@@ -100,7 +105,7 @@ def connect_error(exc: psycopg.Error, target: Target) -> WfctlError:
 
 def query_error(exc: psycopg.Error, target: Target, doing: str = "querying") -> WfctlError:
     """Classify a failure after connecting: privilege, timeout, or anything else."""
-    text = mask_text(str(exc).strip().splitlines()[0] if str(exc).strip() else "", target.dsn.conninfo)
+    text = mask_text(_one_line(exc), target.dsn.conninfo)
     if isinstance(exc, pgerrors.InsufficientPrivilege):
         return WfctlError(
             f"insufficient privilege while {doing}: {text}",

@@ -64,7 +64,7 @@ def resolve_dsn(cli_dsn: str | None, env: Mapping[str, str] | None = None) -> Re
 
 def _service_file_exists(env: Mapping[str, str]) -> bool:
     home = env.get("HOME")
-    return bool(home) and Path(home, ".pg_service.conf").is_file()
+    return home is not None and Path(home, ".pg_service.conf").is_file()
 
 
 def validate_dsn(dsn: str, source: str) -> str:

@@ -36,7 +36,9 @@ def embedded_conninfo() -> str:
     directory = data_dir()
     directory.mkdir(parents=True, exist_ok=True)
     try:
-        server = pgserver.get_server(str(directory), cleanup_mode=None)
+        server = pgserver.get_server(  # type: ignore[attr-defined]
+            str(directory), cleanup_mode=None
+        )
     except Exception as exc:
         raise WfctlError(
             f"could not start the embedded PostgreSQL in {directory}: {type(exc).__name__}",

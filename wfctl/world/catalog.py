@@ -33,9 +33,7 @@ def describe(conn: psycopg.Connection[Any], schemas: tuple[str, ...] = WORLD_SCH
                 f"{row['schema']}.{row['table']}",
                 {"columns": [], "constraints": {}, "indexes": {}},
             )
-            table["columns"].append(
-                [row["column"], row["type"], row["not_null"], row["default"]]
-            )
+            table["columns"].append([row["column"], row["type"], row["not_null"], row["default"]])
         for row in cur.execute(sql.load("world/catalog_constraints"), params):
             key = f"{row['schema']}.{row['table']}"
             tables.setdefault(key, {"columns": [], "constraints": {}, "indexes": {}})

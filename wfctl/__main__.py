@@ -1,0 +1,5 @@
+"""`python -m wfctl` runs the CLI."""
+
+from wfctl.cli import run
+
+run()
