@@ -109,6 +109,11 @@ def _check_existing(conn: psycopg.Connection[Any], world: model.World, era: str)
             "this database holds a beta.29-shape world; bootstrap does not convert a live world",
             hint="`wfctl migrate --online` swaps the event key without blocking writers",
         )
+    if world.era != era:
+        raise RefusedError(
+            f"this database holds a {world.kind}; bootstrap only adopts an identical world",
+            hint="`wfctl info` shows its era, migrations and catalog drift",
+        )
     differences = catalog.diff(catalog.expected(era), catalog.describe(conn))
     if differences:
         shown = "; ".join(differences[:5])

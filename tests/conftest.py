@@ -1,0 +1,224 @@
+"""A real PostgreSQL for every test, never a mock.
+
+Server (one per session), first available wins:
+- `WFCTL_TEST_DSN`: an existing server; the role must be allowed to create databases;
+- `WFCTL_TEST_BACKEND=testcontainers`: a throwaway `postgres` container (needs a Docker engine);
+- otherwise the embedded `pgserver` wheel in a temporary directory (copes with running as root).
+
+Each test gets its own database, cloned from a template (CREATE DATABASE ... TEMPLATE) so a
+world costs milliseconds. Templates: an empty database, `wfctl bootstrap` of each era, and a
+world made by the real npm package's own bootstrap (skipped only where node/npm are missing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from wfctl.bootstrap import bootstrap
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_SRC = ROOT / "tests" / "node"
+NODE_CACHE = ROOT / ".cache" / "node-world"
+_counter = itertools.count()
+
+
+@dataclass
+class Server:
+    """An admin connection string for the session's server, and its data dir when we own it."""
+
+    admin_dsn: str
+    data_dir: Path | None = None
+
+    def dsn(self, dbname: str) -> str:
+        return psycopg.conninfo.make_conninfo(self.admin_dsn, dbname=dbname)
+
+    def execute(self, statement: str) -> None:
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            conn.execute(statement)
+
+
+@dataclass
+class Db:
+    """One test database: its name and a conninfo for the admin role."""
+
+    name: str
+    dsn: str
+
+    def connect(self, **kwargs: Any) -> psycopg.Connection[Any]:
+        return psycopg.connect(self.dsn, autocommit=True, **kwargs)
+
+    def scalar(self, query: str, params: Any = None) -> Any:
+        with self.connect() as conn:
+            row = conn.execute(query, params).fetchone()
+        return None if row is None else row[0]
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    dsn = os.environ.get("WFCTL_TEST_DSN")
+    if dsn:
+        yield Server(dsn)
+        return
+    if os.environ.get("WFCTL_TEST_BACKEND") == "testcontainers":
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("postgres:16", driver=None) as container:
+            yield Server(container.get_connection_url())
+        return
+    import pgserver
+
+    data_dir = tmp_path_factory.mktemp("pgdata")
+    server = pgserver.get_server(str(data_dir), cleanup_mode="stop")
+    try:
+        yield Server(str(server.get_uri()), data_dir)
+    finally:
+        server.cleanup()
+
+
+def _create_db(server: Server, template: str | None = None, prefix: str = "t") -> Db:
+    name = f"{prefix}_{os.getpid()}_{next(_counter)}"
+    clause = f" TEMPLATE {template}" if template else ""
+    server.execute(f'CREATE DATABASE "{name}"{clause}')
+    return Db(name, server.dsn(name))
+
+
+def _drop_db(server: Server, db: Db) -> None:
+    server.execute(f'DROP DATABASE IF EXISTS "{db.name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def templates(pg_server: Server) -> dict[str, str]:
+    """Template databases built once per session: empty, wfctl beta29, wfctl slot."""
+    made = {}
+    for era in ("beta29", "slot"):
+        db = _create_db(pg_server, prefix=f"tmpl_wfctl_{era}")
+        with db.connect() as conn:
+            bootstrap(conn, era)
+        made[era] = db.name
+    return made
+
+
+def node_available() -> bool:
+    return shutil.which("node") is not None and shutil.which("npm") is not None
+
+
+def install_real_package() -> Path:
+    """npm-install @workflow/world-postgres 5.0.0-beta.29 (with the reference's overrides)."""
+    digest = hashlib.sha256(
+        b"".join((NODE_SRC / n).read_bytes() for n in ("package.json", "package-lock.json"))
+    ).hexdigest()
+    stamp = NODE_CACHE / ".installed"
+    if stamp.is_file() and stamp.read_text() == digest:
+        return NODE_CACHE
+    NODE_CACHE.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(NODE_SRC / name, NODE_CACHE / name)
+    # `npm install` honours the lock; `npm ci` (npm 11) rejects a lock that lacks other
+    # platforms' optional packages, which cbor-extract lists.
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=NODE_CACHE,
+        check=True,
+        timeout=600,
+    )
+    stamp.write_text(digest)
+    return NODE_CACHE
+
+
+def real_bootstrap(dsn: str) -> None:
+    """Run the real package's own bootstrap CLI (drizzle 0000-0017 + graphile-worker)."""
+    folder = install_real_package()
+    env = {**os.environ, "WORKFLOW_POSTGRES_URL": psycopg_to_url(dsn)}
+    env.pop("DATABASE_URL", None)
+    subprocess.run(
+        ["node", "node_modules/@workflow/world-postgres/bin/setup.js"],
+        cwd=folder,
+        env=env,
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+
+
+def psycopg_to_url(dsn: str) -> str:
+    """node-postgres wants a URL; build one from any libpq conninfo (socket hosts included)."""
+    parts = psycopg.conninfo.conninfo_to_dict(dsn)
+    user = parts.get("user", "postgres")
+    password = f":{parts['password']}" if parts.get("password") else ""
+    host = str(parts.get("host", "localhost"))
+    port = parts.get("port")
+    dbname = parts.get("dbname", "postgres")
+    if host.startswith("/"):
+        return f"postgresql://{user}{password}@localhost/{dbname}?host={host}" + (
+            f"&port={port}" if port else ""
+        )
+    return f"postgresql://{user}{password}@{host}{':' + str(port) if port else ''}/{dbname}"
+
+
+@pytest.fixture(scope="session")
+def real_template(pg_server: Server) -> str:
+    """A world made by the real package's bootstrap; skipped only without node/npm."""
+    if not node_available():
+        pytest.skip("node/npm not found: the real @workflow/world-postgres cannot be installed")
+    db = _create_db(pg_server, prefix="tmpl_real_beta29")
+    real_bootstrap(db.dsn)
+    return db.name
+
+
+@pytest.fixture
+def empty_db(pg_server: Server) -> Iterator[Db]:
+    db = _create_db(pg_server)
+    yield db
+    _drop_db(pg_server, db)
+
+
+@pytest.fixture
+def wfctl_world(pg_server: Server, templates: dict[str, str]) -> Iterator[Db]:
+    """A beta.29-shape world made by `wfctl bootstrap`."""
+    db = _create_db(pg_server, templates["beta29"])
+    yield db
+    _drop_db(pg_server, db)
+
+
+@pytest.fixture
+def slot_world(pg_server: Server, templates: dict[str, str]) -> Iterator[Db]:
+    """A slot-era world made by `wfctl bootstrap --era slot`."""
+    db = _create_db(pg_server, templates["slot"])
+    yield db
+    _drop_db(pg_server, db)
+
+
+@pytest.fixture
+def real_world(pg_server: Server, real_template: str) -> Iterator[Db]:
+    """A beta.29 world made by the real package's own bootstrap."""
+    db = _create_db(pg_server, real_template)
+    yield db
+    _drop_db(pg_server, db)
+
+
+@pytest.fixture
+def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
+    """Run wfctl in-process with a clean environment; returns (status, stdout, stderr)."""
+    from wfctl.cli import main
+
+    for var in ("WFCTL_DATABASE_URL", "WORKFLOW_POSTGRES_URL", "DATABASE_URL", "NO_COLOR"):
+        monkeypatch.delenv(var, raising=False)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        status = main(list(args))
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
