@@ -79,13 +79,17 @@ class World:
             "catalog_drift": self.drift,
         }
 
-    def require_known(self) -> None:
-        """Refuse (exit 3) unless this is a world of an era wfctl understands."""
+    def require_present(self) -> None:
+        """Refuse (exit 3) a database that holds no world at all."""
         if not self.present:
             raise WfctlError(
                 f"database {self.database!r} holds no world (schema `workflow` is missing)",
                 hint="check the DSN's database, or create one with `wfctl bootstrap`",
             )
+
+    def require_known(self) -> None:
+        """Refuse (exit 3) unless this is a world of an era wfctl understands."""
+        self.require_present()
         if self.era not in KNOWN_ERAS:
             raise WfctlError(
                 f"database {self.database!r} holds a {self.kind}",

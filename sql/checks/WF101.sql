@@ -1,0 +1,27 @@
+-- WF101 step row with no step_created event (the lazy-start wedge; seed entity-event-not-atomic).
+-- beta.29 writes the step row and its step_created event in two autocommits; a crash between
+-- them leaves the row alone, and every replay's lazy step_started is refused "already created".
+-- Age: workflow_steps.created_at is a DB default (session-time wall clock) -> localtimestamp.
+-- params: live_only, run_ids, since, min_age. Columns: the common finding shape.
+WITH runs AS (
+    SELECT r.id
+    FROM workflow.workflow_runs r
+    WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
+      AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
+)
+SELECT s.run_id,
+       s.step_id AS entity_id,
+       s.created_at AS observed_at,
+       s.created_at >= localtimestamp - %(min_age)s::interval AS in_flight,
+       format('step %%s status %%s attempt %%s%%s', s.step_name, s.status, s.attempt,
+              CASE WHEN EXISTS (SELECT 1 FROM workflow.workflow_events o
+                                WHERE o.run_id = s.run_id AND o.correlation_id = s.step_id)
+                   THEN ' (other events for the step exist: report only)' ELSE '' END) AS detail
+FROM runs r
+JOIN workflow.workflow_steps s ON s.run_id = r.id
+WHERE NOT EXISTS (
+    SELECT 1 FROM workflow.workflow_events e
+    WHERE e.run_id = s.run_id AND e.correlation_id = s.step_id AND e.type = 'step_created'
+)
+ORDER BY s.created_at;

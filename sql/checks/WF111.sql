@@ -1,0 +1,44 @@
+-- WF111 step row terminal (completed / failed), or pending with a retry error, with no matching
+-- step_completed / step_failed / step_retrying event (seed entity-event-not-atomic; §8 F5).
+-- beta.29 updates the row, then inserts the event in a second autocommit. Replay re-dispatches
+-- the step and every write is refused "terminal state": the run never moves again.
+-- The retry variant: a pending row with error_cbor and retry_after whose newest step event
+-- (in id order, the log's order) is not a step_retrying.
+-- Age: completed_at / updated_at are written by the JS clock in UTC -> now() AT TIME ZONE 'UTC'.
+-- params: live_only, run_ids, since, min_age.
+WITH runs AS (
+    SELECT r.id
+    FROM workflow.workflow_runs r
+    WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
+      AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
+),
+candidates AS (
+    SELECT s.*,
+           CASE s.status WHEN 'completed' THEN 'step_completed'
+                         WHEN 'failed' THEN 'step_failed'
+                         ELSE 'step_retrying' END AS missing_type,
+           coalesce(s.completed_at, s.updated_at) AS observed_at
+    FROM runs r
+    JOIN workflow.workflow_steps s ON s.run_id = r.id
+    WHERE s.status IN ('completed', 'failed')
+       OR (s.status = 'pending' AND s.retry_after IS NOT NULL AND s.error_cbor IS NOT NULL)
+)
+SELECT c.run_id,
+       c.step_id AS entity_id,
+       c.observed_at,
+       c.observed_at >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
+       format('step %%s is %%s (attempt %%s) but has no %%s event',
+              c.step_name, c.status, c.attempt, c.missing_type) AS detail
+FROM candidates c
+WHERE CASE WHEN c.status IN ('completed', 'failed') THEN NOT EXISTS (
+          SELECT 1 FROM workflow.workflow_events e
+          WHERE e.run_id = c.run_id AND e.correlation_id = c.step_id
+            AND e.type = c.missing_type)
+      ELSE coalesce((
+          SELECT e.type <> 'step_retrying' FROM workflow.workflow_events e
+          WHERE e.run_id = c.run_id AND e.correlation_id = c.step_id
+            AND e.type IN ('step_started', 'step_retrying')
+          ORDER BY e.id DESC LIMIT 1), true)
+      END
+ORDER BY c.observed_at;

@@ -1,0 +1,31 @@
+-- WF112 wait row completed with no wait_completed event (seed entity-event-not-atomic; §8 F4).
+-- Replay sees the wait still pending, its wait_completed is refused "already completed", the
+-- suspension computes a 1 s timeout and enqueues a continuation: one flow call per second,
+-- forever, with no error anywhere. Only visible while the run is non-terminal (run end deletes
+-- wait rows).
+-- Age: completed_at is written by the JS clock in UTC -> now() AT TIME ZONE 'UTC'.
+-- params: live_only, run_ids, since, min_age.
+WITH runs AS (
+    SELECT r.id
+    FROM workflow.workflow_runs r
+    WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
+      AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
+)
+SELECT w.run_id,
+       substring(w.wait_id FROM length(w.run_id) + 2) AS entity_id,
+       coalesce(w.completed_at, w.updated_at) AS observed_at,
+       coalesce(w.completed_at, w.updated_at)
+           >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
+       format('wait %%s completed at %%s, no wait_completed event', w.wait_id, w.completed_at)
+           AS detail
+FROM runs r
+JOIN workflow.workflow_waits w ON w.run_id = r.id
+WHERE w.status = 'completed'
+  AND NOT EXISTS (
+    SELECT 1 FROM workflow.workflow_events e
+    WHERE e.run_id = w.run_id
+      AND e.correlation_id = substring(w.wait_id FROM length(w.run_id) + 2)
+      AND e.type = 'wait_completed'
+)
+ORDER BY observed_at;

@@ -1,0 +1,37 @@
+"""Durations as operators type them: `90s`, `10m`, `2h`, `7d`, `1h30m`, or plain seconds."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from wfctl.errors import UsageError
+
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str, option: str = "duration") -> timedelta:
+    """Parse `1h30m`-style text; a malformed value is a usage error naming the option."""
+    value = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        return timedelta(seconds=float(value))
+    parts = _PART.findall(value)
+    if not value or "".join(n + u for n, u in parts) != value:
+        raise UsageError(
+            f"{option}: cannot read {text!r} as a duration", hint="use e.g. 90s, 10m, 2h, 7d, 1h30m"
+        )
+    return timedelta(seconds=sum(float(n) * _UNIT[u] for n, u in parts))
+
+
+def format_duration(delta: timedelta) -> str:
+    """Compact rendering: `2d3h`, `10m`, `45s`."""
+    seconds = int(delta.total_seconds())
+    if seconds < 60:
+        return f"{seconds}s"
+    out = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            out.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(out[:2])
