@@ -1,0 +1,17 @@
+-- add_wakeup_job: enqueue one wake-up for a run in the package's own job format (reference
+-- §5.2): payload {attempt, messageId, id: <workflow name>, data: base64 of the JSON body}.
+-- `translate` strips the line breaks Postgres' base64 inserts every 76 characters: the world
+-- validates `data` with zod's base64(), which rejects them. Key = the message id, as the
+-- world's own key-less messages; 3 attempts as beta.29.
+-- params: task, message_id, workflow_name, body (text JSON), max_attempts
+SELECT (graphile_worker.add_job(
+    %(task)s,
+    json_build_object(
+        'attempt', 1,
+        'messageId', %(message_id)s,
+        'id', %(workflow_name)s,
+        'data', translate(encode(convert_to(%(body)s, 'UTF8'), 'base64'), E'\n', '')
+    ),
+    job_key => %(message_id)s,
+    max_attempts => %(max_attempts)s
+)).id;

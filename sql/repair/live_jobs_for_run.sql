@@ -1,0 +1,18 @@
+-- live_jobs_for_run: every job that can still run for this run (attempts left), oldest first,
+-- with what kind of wake-up it is: a wait continuation, a step dispatch, or a key-less
+-- wake-up (recovery / start).
+-- params: run_id, task
+SELECT j.id, j.key, j.run_at, j.locked_at, j.created_at,
+       b ? 'stepId' AS is_step,
+       (b ? 'waitContinuation' OR j.key ~ '^wait_[0-9A-HJKMNP-TV-Z]{26}(:|$)') AS is_wait,
+       coalesce(b -> 'waitContinuation' ->> 'correlationId', split_part(j.key, ':', 1)) AS wait
+FROM graphile_worker._private_jobs j
+JOIN graphile_worker._private_tasks t ON t.id = j.task_id
+CROSS JOIN LATERAL (
+    SELECT convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb AS b
+) x
+WHERE t.identifier = %(task)s
+  AND j.attempts < j.max_attempts
+  AND j.payload ->> 'data' IS NOT NULL
+  AND b ->> 'runId' = %(run_id)s
+ORDER BY j.run_at, j.id;

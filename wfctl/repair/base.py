@@ -1,0 +1,113 @@
+"""What a repair is: given a finding and the locked rows, the action that heals it.
+
+A repair never decides whether to run: the runner has already re-verified the finding under
+lock, checked the age gate and the queue. It reads the entity (locked on apply, plainly on a
+dry run), and returns an `Action`: events to append through the shared EventWriter, job
+actions, or a `Refused` with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from wfctl import sql
+from wfctl.checks.base import Finding
+from wfctl.world import codec
+from wfctl.world.model import World
+from wfctl.world.writer import EventWriter
+
+
+class Refused(Exception):
+    """This finding will not be repaired now; the message says why (shown and audited)."""
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """One event to append, with where it goes."""
+
+    type: str
+    correlation_id: str | None
+    data: dict[str, Any] | None
+    spec_version: int | None
+    first_slot: bool = False  # a slot run's run_created at slot 1 (with its marker)
+    legacy_id: str | None = None  # a chosen position in a legacy run
+
+    def summary(self) -> str:
+        keys = ", ".join(f"{k}={codec.describe(v, 24)}" for k, v in (self.data or {}).items())
+        where = (
+            " at slot 1" if self.first_slot else (f" as {self.legacy_id}" if self.legacy_id else "")
+        )
+        return f"{self.type}({self.correlation_id or '-'}){where} {{{keys}}}"
+
+
+@dataclass
+class Action:
+    """Everything one repair writes, so a dry run can print it and an apply can do it."""
+
+    events: list[NewEvent] = field(default_factory=list)
+    marker: bool = False  # insert the run's slot marker
+    fail_jobs: list[int] = field(default_factory=list)
+    wake_up: bool = False  # enqueue one key-less {runId} wake-up job
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> list[str]:
+        out = ["insert slot marker"] if self.marker else []
+        out += [f"append {e.summary()}" for e in self.events]
+        if self.fail_jobs:
+            out.append(f"permanently fail jobs {self.fail_jobs}")
+        if self.wake_up:
+            out.append("enqueue one {runId} wake-up job")
+        return out + self.notes
+
+
+@dataclass
+class Context:
+    """The repair transaction's view: connection, locking mode, world, writer, queue task."""
+
+    conn: psycopg.Connection[Any]
+    lock: bool  # False on a dry run: READ ONLY transactions may not lock rows
+    world: World
+    writer: EventWriter
+    task: str
+    run: dict[str, Any]
+
+    def row(self, name: str, **params: Any) -> dict[str, Any]:
+        """`repair/lock_<name>` on apply, `repair/read_<name>` on a dry run; Refused if gone."""
+        query = sql.load(f"repair/{'lock' if self.lock else 'read'}_{name}")
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            found = cur.execute(query, {"run_id": self.run["id"], **params}).fetchone()
+        if found is None:
+            raise Refused(f"state moved: the {name} row is gone")
+        return found
+
+    def fetch(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(sql.load(name), {"run_id": self.run["id"], **params}).fetchall()
+
+    def run_spec_version(self) -> int | None:
+        """The spec version the run's events carry (else the run's own), for appended events."""
+        bounds = self.fetch("repair/run_event_bounds")[0]
+        if bounds["spec_version"] is not None:
+            return int(bounds["spec_version"])
+        text = self.run.get("spec_version")
+        return int(text) if isinstance(text, str) and text.isdigit() else None
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """JS-written timestamp columns hold UTC wall time without a zone: attach it."""
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+class Repair:
+    """Base: `code`, whether it rewrites history, and `plan(ctx, finding)`."""
+
+    code: str = ""
+    rewrites: bool = False  # needs --allow-rewrite
+
+    def plan(self, ctx: Context, finding: Finding) -> Action:
+        raise NotImplementedError

@@ -1,0 +1,361 @@
+"""The repair runner: detect, then one short guarded transaction per run.
+
+For each run with findings, on --apply:
+1. `SET LOCAL lock_timeout`; lock the run row (FOR UPDATE); refuse the whole run while a
+   queue job for it is locked (a live writer may be about to insert the same event);
+2. per finding, in a savepoint: let the repair lock and read its entity row, re-run the very
+   check SQL doctor used, scoped to this run, and refuse ("state moved", "too young") unless
+   the finding still holds past --min-age; then append through the shared EventWriter, act on
+   the queue, and write the audit row; a refusal rolls back only that finding.
+A dry run does the same reads in a READ ONLY transaction (no locks, no writes) and prints
+the plan.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from itertools import groupby
+from typing import Any
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from wfctl import __version__, doctor, sql
+from wfctl.checks import registry as checks_registry
+from wfctl.checks.base import Finding
+from wfctl.db import read_only
+from wfctl.repair import registry
+from wfctl.repair.base import Action, Context, Refused
+from wfctl.world import ids
+from wfctl.world.model import World
+from wfctl.world.writer import AlreadyExists, EventWriter
+
+BEFORE_AFTER_MAX_RUNS = 1000
+
+
+@dataclass(frozen=True)
+class RepairOptions:
+    min_age: timedelta = timedelta(minutes=10)
+    only: tuple[str, ...] = ()
+    run_ids: tuple[str, ...] = ()
+    all_runs: bool = False
+    limit: int = 1000
+    job_prefix: str = "workflow_"
+    lock_timeout_ms: int = 2000
+
+    @property
+    def task(self) -> str:
+        return f"{self.job_prefix}flows"
+
+
+@dataclass
+class Item:
+    """One finding and what happened to it."""
+
+    finding: Finding
+    outcome: str  # planned | applied | refused | skipped
+    reason: str = ""
+    actions: list[str] = field(default_factory=list)
+    event_ids: list[str] = field(default_factory=list)
+    audit_id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.finding.code,
+            "run_id": self.finding.run_id,
+            "entity_id": self.finding.entity_id,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "actions": self.actions,
+            "event_ids": self.event_ids,
+            "audit_id": self.audit_id,
+        }
+
+
+@dataclass
+class RepairReport:
+    applied: bool
+    items: list[Item] = field(default_factory=list)
+    before: dict[str, int] = field(default_factory=dict)
+    after: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Every targeted finding handled and, after an apply, gone."""
+        if any(i.outcome == "refused" for i in self.items):
+            return False
+        return not self.applied or not any(self.after.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "ok": self.ok,
+            "items": [i.as_dict() for i in self.items],
+            "before": self.before,
+            "after": self.after,
+        }
+
+
+def detect(conn: psycopg.Connection[Any], world: World, options: RepairOptions) -> list[Finding]:
+    """Doctor's findings for the repairable (or reportable) codes, in repair order."""
+    codes = set(options.only) or set(registry.BY_CODE) | set(registry.REPORT_ONLY)
+    checks = [c for c in checks_registry.CHECKS if c.code in codes]
+    opts = doctor.DoctorOptions(
+        min_age=options.min_age,
+        all_runs=options.all_runs,
+        run_ids=options.run_ids,
+        limit=options.limit,
+        job_prefix=options.job_prefix,
+    )
+    with read_only(conn):
+        report = doctor.run(conn, world, checks, opts)
+    order = {r.code: n for n, r in enumerate(registry.ORDER)}
+    found = [f for f in report.findings() if f.run_id is not None or f.code in registry.REPORT_ONLY]
+    return sorted(found, key=lambda f: (f.run_id or "", order.get(f.code, 99)))
+
+
+def counts(findings: list[Finding]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in findings:
+        if not f.in_flight:
+            out[f.code] = out.get(f.code, 0) + 1
+    return out
+
+
+def repair(
+    conn: psycopg.Connection[Any],
+    world: World,
+    options: RepairOptions,
+    *,
+    apply: bool,
+    reason: str = "",
+    on_run: Callable[[str], None] | None = None,
+) -> RepairReport:
+    """Plan (dry run) or apply repairs for every finding; see the module docstring."""
+    findings = detect(conn, world, options)
+    report = RepairReport(applied=apply, before=counts(findings))
+    writer = EventWriter(slots=world.has_event_slots)
+    for run_id, group in groupby(findings, key=lambda f: f.run_id):
+        batch = list(group)
+        if on_run and run_id:
+            on_run(run_id)
+        todo = []
+        for finding in batch:
+            skip = _skip_reason(finding, world)
+            if skip:
+                report.items.append(Item(finding, "skipped", skip))
+            else:
+                todo.append(finding)
+        if todo and run_id:
+            runner = _apply_run if apply else _plan_run
+            report.items += runner(conn, world, writer, options, run_id, todo, reason)
+    if apply:
+        touched = sorted({i.finding.run_id for i in report.items if i.finding.run_id})
+        if touched and len(touched) <= BEFORE_AFTER_MAX_RUNS:
+            after = detect(conn, world, _scoped(options, touched))
+            report.after = counts(after)
+    return report
+
+
+def _scoped(options: RepairOptions, run_ids: list[str]) -> RepairOptions:
+    return RepairOptions(
+        min_age=timedelta(0),  # after: anything left, however young, counts
+        only=options.only,
+        run_ids=tuple(run_ids),
+        limit=options.limit,
+        job_prefix=options.job_prefix,
+    )
+
+
+def _skip_reason(finding: Finding, world: World) -> str:
+    if finding.code in registry.REPORT_ONLY:
+        return registry.REPORT_ONLY[finding.code]
+    if finding.in_flight:
+        return "too young: younger than --min-age, its original write may still be landing"
+    if finding.code in ("WF131", "WF132", "WF133") and not world.has_graphile:
+        return "graphile_worker not installed"
+    return ""
+
+
+def _context(
+    conn: psycopg.Connection[Any],
+    world: World,
+    writer: EventWriter,
+    options: RepairOptions,
+    run_id: str,
+    lock: bool,
+) -> Context:
+    query = sql.load("repair/lock_run" if lock else "repair/read_run")
+    with conn.cursor(row_factory=dict_row) as cur:
+        run = cur.execute(query, {"run_id": run_id}).fetchone()
+    if run is None:
+        raise Refused("state moved: the run row is gone")
+    return Context(conn, lock, world, writer, options.task, run)
+
+
+def _plan_run(
+    conn: psycopg.Connection[Any],
+    world: World,
+    writer: EventWriter,
+    options: RepairOptions,
+    run_id: str,
+    findings: list[Finding],
+    reason: str,
+) -> list[Item]:
+    items = []
+    with read_only(conn):
+        try:
+            ctx = _context(conn, world, writer, options, run_id, lock=False)
+        except Refused as exc:
+            return [Item(f, "refused", str(exc)) for f in findings]
+        for finding in findings:
+            try:
+                action = registry.BY_CODE[finding.code].plan(ctx, finding)
+                scheme = writer.scheme(conn, run_id, lock=False) if action.events else ""
+                guards = _guards(finding, world)
+                lines = action.describe() + ([f"id scheme: {scheme}"] if scheme else []) + guards
+                items.append(Item(finding, "planned", actions=lines))
+            except Refused as exc:
+                items.append(Item(finding, "refused", str(exc)))
+    return items
+
+
+def _guards(finding: Finding, world: World) -> list[str]:
+    out = [
+        "guard: lock run row and entity row (FOR UPDATE, lock_timeout)",
+        f"guard: re-run {finding.code} for this run under lock; refuse if moved or too young",
+    ]
+    if world.has_graphile:
+        out.append("guard: refuse while a queue job for the run is locked")
+    return out
+
+
+def _apply_run(
+    conn: psycopg.Connection[Any],
+    world: World,
+    writer: EventWriter,
+    options: RepairOptions,
+    run_id: str,
+    findings: list[Finding],
+    reason: str,
+) -> list[Item]:
+    items: list[Item] = []
+    try:
+        with conn.transaction():
+            conn.execute(
+                "SELECT set_config('lock_timeout', %s, true)", (f"{options.lock_timeout_ms}ms",)
+            )
+            ctx = _context(conn, world, writer, options, run_id, lock=True)
+            if world.has_graphile:
+                locked = ctx.fetch("repair/locked_jobs_for_run", task=options.task)
+                if locked:
+                    raise Refused(f"a queue job for the run is locked by {locked[0]['locked_by']}")
+            for finding in findings:
+                items.append(_apply_one(ctx, options, finding, reason))
+    except Refused as exc:
+        done = {id(i.finding) for i in items}
+        items = [Item(f, "refused", str(exc)) for f in findings if id(f) not in done] + [
+            Item(i.finding, "refused", str(exc)) for i in items
+        ]
+    except pgerrors.LockNotAvailable:
+        items = [
+            Item(f, "refused", "lock timeout: another session holds the run") for f in findings
+        ]
+    return items
+
+
+def _apply_one(ctx: Context, options: RepairOptions, finding: Finding, reason: str) -> Item:
+    try:
+        with ctx.conn.transaction():  # savepoint: a refusal undoes this finding only
+            action = registry.BY_CODE[finding.code].plan(ctx, finding)
+            _recheck(ctx, options, finding)
+            written = _execute(ctx, action)
+            audit = _audit(ctx, finding, reason, action, written)
+            return Item(
+                finding, "applied", actions=action.describe(), event_ids=written, audit_id=audit
+            )
+    except Refused as exc:
+        return Item(finding, "refused", str(exc))
+    except AlreadyExists as exc:
+        return Item(finding, "refused", f"state moved: the event exists now ({exc.event_id})")
+
+
+def _recheck(ctx: Context, options: RepairOptions, finding: Finding) -> None:
+    """Re-run the doctor check on this run, under the locks now held."""
+    check = checks_registry.BY_CODE[finding.code]
+    params = doctor.DoctorOptions(
+        min_age=options.min_age, run_ids=(ctx.run["id"],), job_prefix=options.job_prefix
+    ).params()
+    rows = ctx.conn.execute(sql.load(check.sql_name(doctor.sql_era(ctx.world))), params)
+    same = [r for r in rows.fetchall() if r[1] == finding.entity_id]
+    if not same:
+        raise Refused("state moved: the finding no longer holds")
+    if same[0][3]:
+        raise Refused("too young: the entity changed within --min-age")
+
+
+def _execute(ctx: Context, action: Action) -> list[str]:
+    run_id = ctx.run["id"]
+    written: list[str] = []
+    if action.marker:
+        ctx.conn.execute(sql.load("repair/insert_slot_marker"), {"run_id": run_id})
+    for event in action.events:
+        result = ctx.writer.append(
+            ctx.conn,
+            run_id,
+            event.type,
+            event.correlation_id,
+            event.data,
+            event.spec_version,
+            first_slot=event.first_slot,
+            legacy_id=event.legacy_id,
+        )
+        written.append(result.id)
+    if action.fail_jobs:
+        failed = ctx.conn.execute(
+            sql.load("repair/fail_jobs"),
+            {"job_ids": action.fail_jobs, "message": "wfctl: superseded wait continuation"},
+        ).fetchall()
+        if len(failed) != len(action.fail_jobs):
+            raise Refused("a job to stop was locked meanwhile")
+        written += [f"job:{row[0]}:failed" for row in failed]
+    if action.wake_up:
+        message_id = ids.prefixed("msg")
+        body = json.dumps({"runId": run_id, "requestedAt": datetime.now(UTC).isoformat()})
+        job = ctx.conn.execute(
+            sql.load("repair/add_wakeup_job"),
+            {
+                "task": ctx.task,
+                "message_id": message_id,
+                "workflow_name": ctx.run["name"],
+                "body": body,
+                "max_attempts": 49 if ctx.world.has_event_slots else 3,
+            },
+        ).fetchone()
+        assert job is not None
+        written.append(f"job:{job[0]}:added")
+    return written
+
+
+def _audit(ctx: Context, finding: Finding, reason: str, action: Action, written: list[str]) -> int:
+    row = ctx.conn.execute(
+        sql.load("repair/audit"),
+        {
+            "version": __version__,
+            "reason": reason,
+            "code": finding.code,
+            "run_id": ctx.run["id"],
+            "entity_id": finding.entity_id,
+            "event_ids": [w for w in written if not w.startswith("job:")],
+            "details": Jsonb(
+                {"actions": action.describe(), "written": written, "finding": finding.detail}
+            ),
+        },
+    ).fetchone()
+    assert row is not None
+    return int(row[0])

@@ -1,0 +1,30 @@
+"""WF111: append step_completed / step_failed / step_retrying from the step row."""
+
+from typing import Any
+
+from wfctl.checks.base import Finding
+from wfctl.repair.base import Action, Context, NewEvent, Refused, Repair, utc
+from wfctl.world import codec
+
+
+class AppendStepOutcome(Repair):
+    code = "WF111"
+
+    def plan(self, ctx: Context, finding: Finding) -> Action:
+        assert finding.entity_id
+        step = ctx.row("step", step_id=finding.entity_id)
+        data: dict[str, Any] = {"stepName": step["step_name"]}  # exact: the consumer compares it
+        if step["status"] == "completed":
+            kind, data["result"] = "step_completed", codec.decode(step["output_cbor"])
+        elif step["status"] == "failed":
+            kind, data["error"] = "step_failed", codec.decode(step["error_cbor"])
+        elif step["status"] == "pending" and step["retry_after"] is not None:
+            kind, data["error"] = "step_retrying", codec.decode(step["error_cbor"])
+            data["retryAfter"] = utc(step["retry_after"])
+        else:
+            raise Refused(f"state moved: the step is now {step['status']}")
+        spec = step["spec_version"] if step["spec_version"] is not None else ctx.run_spec_version()
+        return Action(events=[NewEvent(kind, finding.entity_id, data, spec)])
+
+
+REPAIR = AppendStepOutcome()

@@ -1,0 +1,55 @@
+"""WF121: complete a half-created run: marker and/or run_created rebuilt from the run row."""
+
+from typing import Any
+
+from ulid import ULID
+
+from wfctl.checks.base import Finding
+from wfctl.repair.base import Action, Context, NewEvent, Refused, Repair
+from wfctl.world import codec, ids
+
+
+class CompleteRunCreation(Repair):
+    code = "WF121"
+
+    def plan(self, ctx: Context, finding: Finding) -> Action:
+        run = ctx.run
+        bounds = ctx.fetch("repair/run_event_bounds")[0]
+        has_run_created = "no run_created" not in finding.detail
+        data: dict[str, Any] = {
+            "deploymentId": run["deployment_id"],
+            "workflowName": run["name"],
+            "input": codec.decode(run["input_cbor"]),
+        }
+        if run["execution_context_cbor"] is not None:
+            data["executionContext"] = codec.decode(run["execution_context_cbor"])
+        if run["attributes"]:
+            data["attributes"] = run["attributes"]
+        if run["encryption_public_key"]:
+            data["encryptionPublicKey"] = run["encryption_public_key"]
+        spec = int(run["spec_version"]) if str(run["spec_version"] or "").isdigit() else None
+        event = NewEvent("run_created", None, data, spec)
+        if ctx.world.has_event_slots and "no slot marker" in finding.detail:
+            if bounds["events"]:
+                raise Refused(
+                    "the run already has events: restoring its marker means renumbering them "
+                    "(--allow-rewrite; not available in this version)"
+                )
+            return Action(marker=True, events=[] if has_run_created else [_first(event)])
+        if has_run_created:
+            raise Refused("state moved: run_created exists now")
+        first_id = bounds["first_id"]
+        if first_id is None:
+            return Action(events=[event])  # an empty legacy log: any fresh id is first
+        if not first_id.startswith(ids.LEGACY_EVENT_PREFIX) or not ids.is_ulid(first_id[5:]):
+            raise Refused(f"the run's first event {first_id} is not a legacy id: cannot place it")
+        # The log is read in id order: sort run_created just before the first event.
+        before = ids.LEGACY_EVENT_PREFIX + str(ULID.from_int(int(ULID.from_str(first_id[5:])) - 1))
+        return Action(events=[NewEvent("run_created", None, data, spec, legacy_id=before)])
+
+
+def _first(event: NewEvent) -> NewEvent:
+    return NewEvent(event.type, None, event.data, event.spec_version, first_slot=True)
+
+
+REPAIR = CompleteRunCreation()

@@ -1,0 +1,144 @@
+"""The one event writer: id allocation per era, payload encoding, the guarded insert.
+
+Repairs and the runtime's store both append events through `EventWriter.append`, inside a
+transaction the caller owns (so the entity row and its event commit together). The writer:
+- numbers the event the way the run numbers its log: the next slot for a marked run
+  (computed inside the INSERT, retried on conflict like the slot-era world), a `wevt_`
+  ULID newer than every id of the run otherwise; it refuses to mix schemes;
+- encodes eventData as CBOR (`payload_cbor`), never the legacy JSON column;
+- treats the creation unique index as "already exists" (`AlreadyExists`), never as an error
+  to retry: a creation event is written at most once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from wfctl import sql
+from wfctl.errors import RefusedError
+from wfctl.world import codec, ids
+
+CREATION_TYPES = frozenset({"step_created", "hook_created", "wait_created", "attr_set"})
+MAX_SLOT_ATTEMPTS = 40  # the slot-era world's own bound
+
+
+class AlreadyExists(Exception):
+    """The creation event for this entity already exists (creation unique index)."""
+
+    def __init__(self, event_id: str | None) -> None:
+        super().__init__(event_id)
+        self.event_id = event_id
+
+
+@dataclass(frozen=True)
+class Written:
+    id: str
+    created_at: datetime
+    scheme: str  # "slot" or "legacy"
+
+
+@dataclass(frozen=True)
+class EventWriter:
+    """Appends events for one world; `slots` says whether the world has slot markers."""
+
+    slots: bool
+    clock: ids.MonotonicUlid = field(default_factory=ids.MonotonicUlid)
+
+    def scheme(self, conn: psycopg.Connection[Any], run_id: str, *, lock: bool = True) -> str:
+        """`slot` or `legacy` for this run, read (and the marker share-locked) in the tx.
+
+        `lock=False` is for read-only planning, where row locks are not allowed.
+        """
+        marker_sql = sql.load("writer/run_marker_for_share" if lock else "writer/run_marker")
+        with conn.cursor(row_factory=dict_row) as cur:
+            marked = self.slots and (
+                cur.execute(marker_sql, {"run_id": run_id}).fetchone() is not None
+            )
+            used = cur.execute(sql.load("writer/run_id_schemes"), {"run_id": run_id}).fetchone()
+        assert used is not None
+        if marked and used["has_legacy_ids"]:
+            raise RefusedError(
+                f"run {run_id} numbers its events by slot but holds wevt_ ids (WF122)",
+                hint="renumber it first: wfctl repair --only WF122 --allow-rewrite",
+            )
+        if not marked and used["has_slot_ids"]:
+            raise RefusedError(
+                f"run {run_id} has evnt_ events but no slot marker (WF121)",
+                hint="restore its marker first: wfctl repair --only WF121",
+            )
+        return "slot" if marked else "legacy"
+
+    def append(
+        self,
+        conn: psycopg.Connection[Any],
+        run_id: str,
+        event_type: str,
+        correlation_id: str | None,
+        event_data: dict[str, Any] | None,
+        spec_version: int | None,
+        *,
+        first_slot: bool = False,
+        legacy_id: str | None = None,
+    ) -> Written:
+        """Insert one event in the caller's transaction; `AlreadyExists` for a duplicate creation.
+
+        `first_slot` writes the literal slot 1 (a run's run_created, right after its marker);
+        `legacy_id` places an event of a legacy run at a chosen position (a restored
+        run_created must sort before the run's first event).
+        """
+        scheme = "slot" if first_slot else self.scheme(conn, run_id)
+        if legacy_id is not None and scheme != "legacy":
+            raise RefusedError(f"run {run_id} is slot-numbered: no legacy id may be chosen")
+        params: dict[str, Any] = {
+            "run_id": run_id,
+            "type": event_type,
+            "correlation_id": correlation_id,
+            "payload_cbor": codec.encode(event_data) if event_data is not None else None,
+            "spec_version": spec_version,
+        }
+        attempts = 1 if (first_slot or scheme == "legacy") else MAX_SLOT_ATTEMPTS
+        for _ in range(attempts):
+            row = self._insert(conn, scheme, params, first_slot, legacy_id)
+            if row is not None:
+                return Written(row[0], row[1], scheme)
+            if event_type in CREATION_TYPES:
+                existing = self._creation(conn, params)
+                if existing is not None:
+                    raise AlreadyExists(existing)
+        raise RefusedError(
+            f"could not allocate an event id for run {run_id} after {attempts} attempt(s)",
+            hint="another writer is appending to this run; retry",
+        )
+
+    def _insert(
+        self,
+        conn: psycopg.Connection[Any],
+        scheme: str,
+        params: dict[str, Any],
+        first: bool,
+        legacy_id: str | None,
+    ) -> tuple[str, datetime] | None:
+        if scheme == "slot" and not first:
+            row = conn.execute(sql.load("writer/insert_event_at_next_slot"), params).fetchone()
+        else:
+            event_id = (
+                ids.slot_event_id(1) if first else legacy_id or self._next_legacy_id(conn, params)
+            )
+            row = conn.execute(
+                sql.load("writer/insert_event_with_id"), {**params, "id": event_id}
+            ).fetchone()
+        return None if row is None else (str(row[0]), row[1])
+
+    def _next_legacy_id(self, conn: psycopg.Connection[Any], params: dict[str, Any]) -> str:
+        used = conn.execute(sql.load("writer/run_id_schemes"), params).fetchone()
+        newest = used[2] if used else None
+        return ids.LEGACY_EVENT_PREFIX + self.clock.next(after=newest[5:] if newest else None)
+
+    def _creation(self, conn: psycopg.Connection[Any], params: dict[str, Any]) -> str | None:
+        row = conn.execute(sql.load("writer/creation_event"), params).fetchone()
+        return None if row is None else str(row[0])
