@@ -453,12 +453,14 @@ class OnlineMigration:
                 return False, "already built and valid"
             return True, "not built yet"
         if name == "verify-index":
+            if st.swapped:
+                return False, "the key is already (run_id, id)"
             return True, "check validity and definition"
         if name == "hook-column":
-            if recognise.HOOK_TOKEN_RETENTION not in self._effects():
-                return False, "the package's pending migrations do not add it"
             if st.has_hook_column:
                 return False, "workflow_hooks.token_retention_until already exists"
+            if recognise.HOOK_TOKEN_RETENTION not in self._effects():
+                return False, "the package's pending migrations do not add it"
             return True, "0018 adds it"
         if name == "swap-key":
             if st.swapped:
@@ -613,8 +615,8 @@ class OnlineMigration:
     def _run_verify_index(
         self, conn: psycopg.Connection[Any], st: KeyState, result: StepResult
     ) -> int:
-        if st.swapped or st.key_index_ok:
-            result.reason = "valid, ready, UNIQUE (run_id, id)" if not st.swapped else "swapped"
+        if st.key_index_ok:
+            result.reason = "valid, ready, UNIQUE (run_id, id)"
             return 1
         raise WfctlError(
             f"workflow_events_run_id_id_idx is {st.key_index or 'absent'} after the build",

@@ -201,13 +201,13 @@ class Statement:
     def known(self) -> bool:
         return self.kind != "unknown"
 
-    def lock_text(self, rows: int | None = None) -> str:
-        """The lock this statement takes, in words, for status and dry-run output."""
+    def lock_text(self, size: str = "") -> str:
+        """The lock this statement takes, in words; `size` describes the table built over."""
         if not self.known:
             return "unknown (wfctl does not recognise this statement)"
         if self.lock == NONE:
             return "none on existing tables" + (f" ({self.note})" if self.note else "")
-        size = f" over ~{rows:,} rows" if rows is not None else ""
+        size = f" over {size}" if size else ""
         what = f"{self.lock} on {self.table}"
         if self.builds_index and self.lock == ACCESS_EXCLUSIVE:
             what += f": blocks all reads and writes for a full index build{size}"

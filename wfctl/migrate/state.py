@@ -155,7 +155,8 @@ def table_sizes(conn: psycopg.Connection[Any]) -> dict[str, dict[str, Any]]:
         rows = cur.execute(sql.load("migrate/table_sizes")).fetchall()
     return {
         r["table"]: {
-            "estimated_rows": int(r["estimated_rows"]),
+            "estimated_rows": None if r["estimated_rows"] is None else int(r["estimated_rows"]),
+            "heap_bytes": int(r["heap_bytes"]),
             "total_bytes": int(r["total_bytes"]),
             "total_size": r["total_size"],
         }
