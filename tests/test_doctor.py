@@ -1,0 +1,224 @@
+"""`wfctl doctor` as a whole: every family at once, the formats, read-only, privileges."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import jsonschema
+import psycopg
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests import realworld as rw
+from tests.faults import drop_faults, fail_insert
+from wfctl.errors import ExitStatus
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parent.parent / "docs/schemas/doctor-report.v1.json").read_text()
+)
+
+
+@pytest.fixture
+def sick_world(real_world):
+    """One world carrying every beta.29 family, written through the real package."""
+    world = rw.RealWorld(real_world.dsn)
+    expect = {}
+    with real_world.connect() as conn:
+        run = world.new_run()
+        step = rw.new_step_id()
+        with fail_insert(conn, "workflow_events", run, "step_created"):
+            world.ops([rw.step_created(run, step, rw.STEP, rw.devl("[1]"))])
+        expect["WF101"] = step
+        wait = rw.new_wait_id()
+        with fail_insert(conn, "workflow_events", run, "wait_created"):
+            world.ops([rw.wait_created(run, wait, rw.utcnow() + timedelta(hours=1))])
+        expect["WF102"] = wait
+        done = rw.new_step_id()
+        world.ok(rw.step_ops(run, done)[:2])
+        with fail_insert(conn, "workflow_events", run, "step_completed"):
+            world.ops([rw.step_completed(run, done, rw.STEP, rw.devl("[2]"))])
+        expect["WF111"] = done
+        slept = rw.new_wait_id()
+        world.ok([rw.wait_created(run, slept, rw.utcnow())])
+        with fail_insert(conn, "workflow_events", run, "wait_completed"):
+            world.ops([rw.wait_completed(run, slept)])
+        expect["WF112"] = slept
+        half = rw.new_run_id()
+        with fail_insert(conn, "workflow_events", half, "run_created"):
+            world.ops([rw.run_created(half)])
+        expect["WF121"] = half
+        expect["WF133"] = half  # no job and no hook: stranded too
+        drop_faults(conn)
+    return expect
+
+
+def test_every_family_reported_with_exit_2(sick_world, real_world, run_cli) -> None:
+    status, out, _ = run_cli(
+        "--dsn", real_world.dsn, "--format", "json", "doctor", "--min-age", "0s", "--limit", "50"
+    )
+    assert status == ExitStatus.CRITICAL
+    report = json.loads(out)
+    jsonschema.validate(report, SCHEMA)
+    checks = {c["code"]: c for c in report["checks"]}
+    for code, entity in sick_world.items():
+        assert checks[code]["status"] == "critical", checks[code]
+        assert entity in {s["entity_id"] for s in checks[code]["samples"]}, code
+    assert checks["WF101"]["count"] == checks["WF102"]["count"] == 1
+    assert checks["WF111"]["count"] == checks["WF112"]["count"] == 1
+    assert report["summary"]["status"] == "critical" and report["summary"]["exit_code"] == 2
+    assert "password" not in out and real_world.dsn not in out
+
+
+def test_default_min_age_reports_in_flight_and_exits_0(sick_world, real_world, run_cli) -> None:
+    status, out, _ = run_cli("--dsn", real_world.dsn, "--format", "json", "doctor")
+    assert status == ExitStatus.OK
+    report = json.loads(out)
+    assert report["summary"]["findings"] == 0 and report["summary"]["in_flight"] >= 6
+
+
+def test_text_plain_markdown_jsonl_nagios(sick_world, real_world, run_cli) -> None:
+    args = ("doctor", "--min-age", "0s")
+    status, out, err = run_cli("--dsn", real_world.dsn, *args)
+    assert status == 2 and "WF112" in out and "CRITICAL" in err
+    assert "wfctl repair --only WF112" in out  # the remedy follows the table
+    status, out, _ = run_cli("--dsn", real_world.dsn, "--format", "markdown", *args)
+    assert out.splitlines()[0].startswith("| code") and "|--" in out.splitlines()[1].replace(
+        ":", ""
+    )
+    status, out, _ = run_cli("--dsn", real_world.dsn, "--format", "plain", *args)
+    assert out.splitlines()[0].split()[:2] == ["code", "status"]
+    status, out, _ = run_cli("--dsn", real_world.dsn, "--format", "jsonl", *args)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert {line["code"] for line in lines} >= set(sick_world)
+    assert all({"run_id", "entity_id", "severity", "detail"} <= set(line) for line in lines)
+    status, out, _ = run_cli("--dsn", real_world.dsn, "--format", "nagios", *args)
+    assert status == 2 and out.count("\n") == 1
+    assert out.startswith("WFCTL CRITICAL - ") and "WF112=1" in out and "|" in out
+
+
+def test_prometheus_textfile_written_atomically(sick_world, real_world, run_cli, tmp_path):
+    target = tmp_path / "wfctl.prom"
+    status, out, err = run_cli(
+        "--dsn",
+        real_world.dsn,
+        "--format",
+        "prometheus",
+        "doctor",
+        "--min-age",
+        "0s",
+        "--output",
+        str(target),
+    )
+    assert status == 2 and out == "" and "wrote" in err
+    assert list(tmp_path.iterdir()) == [target]  # no temporary file left behind
+    families = {f.name: f for f in text_string_to_metric_families(target.read_text())}
+    findings = {s.labels["code"]: s.value for s in families["wfctl_doctor_findings"].samples}
+    assert findings["WF112"] == 1 and findings["WF101"] == 1
+    assert families["wfctl_doctor_exit_code"].samples[0].value == 2
+    statuses = [s for s in families["wfctl_doctor_check_status"].samples if s.value == 1]
+    assert {s.labels["code"] for s in statuses} == set(findings)
+
+
+def _checksums(db) -> dict[str, str]:
+    with db.connect() as conn:
+        tables = conn.execute(
+            "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables"
+            " WHERE schemaname IN ('workflow', 'workflow_drizzle', 'graphile_worker')"
+        ).fetchall()
+        return {
+            t: conn.execute(
+                f"SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM {t} x"
+            ).fetchone()[0]
+            for (t,) in tables
+        }
+
+
+def test_doctor_writes_nothing(sick_world, real_world, run_cli) -> None:
+    before = _checksums(real_world)
+    for fmt in ("text", "json"):
+        run_cli("--dsn", real_world.dsn, "--format", fmt, "doctor", "--all", "--min-age", "0s")
+    assert _checksums(real_world) == before
+
+
+def test_select_only_role_without_the_queue_schema(sick_world, pg_server, real_world, run_cli):
+    with real_world.connect() as conn:
+        conn.execute("DROP ROLE IF EXISTS wfctl_reader")
+        conn.execute("CREATE ROLE wfctl_reader LOGIN")
+        for schema in ("workflow", "workflow_drizzle"):
+            conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO wfctl_reader")
+            conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO wfctl_reader")
+    try:
+        dsn = psycopg.conninfo.make_conninfo(real_world.dsn, user="wfctl_reader")
+        status, out, _ = run_cli("--dsn", dsn, "--format", "json", "doctor", "--min-age", "0s")
+        checks = {c["code"]: c for c in json.loads(out)["checks"]}
+        for code in ("WF131", "WF132", "WF133", "WF134"):
+            assert checks[code]["status"] == "unknown"
+            assert "insufficient privilege" in checks[code]["message"]
+        assert checks["WF101"]["status"] == "critical"  # the others still ran
+        assert status == ExitStatus.CRITICAL
+        status, out, _ = run_cli("--dsn", dsn, "--format", "json", "doctor", "--only", "WF131")
+        assert status == ExitStatus.UNKNOWN
+    finally:
+        with real_world.connect() as conn:
+            conn.execute("DROP OWNED BY wfctl_reader")
+            conn.execute("DROP ROLE wfctl_reader")
+
+
+def test_statement_timeout_makes_a_check_unknown(sick_world, real_world, run_cli) -> None:
+    ready, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with psycopg.connect(real_world.dsn) as conn:
+            conn.execute("LOCK TABLE workflow.workflow_steps IN ACCESS EXCLUSIVE MODE")
+            ready.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert ready.wait(10)
+        status, out, _ = run_cli(
+            "--dsn",
+            real_world.dsn,
+            "--statement-timeout",
+            "300",
+            "--lock-timeout",
+            "0",
+            "--format",
+            "json",
+            "doctor",
+            "--only",
+            "WF101,WF112",
+        )
+    finally:
+        release.set()
+        holder.join()
+    checks = {c["code"]: c for c in json.loads(out)["checks"]}
+    assert checks["WF101"]["status"] == "unknown" and "timeout" in checks["WF101"]["message"]
+    assert checks["WF112"]["status"] in ("ok", "in_flight")
+    assert status == ExitStatus.UNKNOWN
+
+
+def test_explain_and_bad_codes(run_cli) -> None:
+    status, out, _ = run_cli("doctor", "--explain", "wf112")
+    assert status == 0
+    for part in (
+        "WF112",
+        "What it means",
+        "Why the run is stuck",
+        "How it happened",
+        "What `wfctl repair` does",
+    ):
+        assert part in out
+    status, _, err = run_cli("doctor", "--explain", "WF999")
+    assert status == ExitStatus.USAGE and "known codes" in err
+    status, _, err = run_cli("--dsn", "postgresql://x@127.0.0.1:1/x", "doctor", "--min-age", "soon")
+    assert status == ExitStatus.USAGE and "--min-age" in err
+
+
+def test_no_world_exits_unknown(empty_db, run_cli) -> None:
+    status, _, err = run_cli("--dsn", empty_db.dsn, "doctor")
+    assert status == ExitStatus.UNKNOWN and "no world" in err
