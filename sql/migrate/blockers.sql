@@ -4,7 +4,8 @@
 SELECT DISTINCT ON (a.xact_start, a.pid)
        a.pid, a.application_name, a.usename AS "user", a.state,
        round(extract(epoch FROM now() - a.xact_start)::numeric, 1) AS xact_seconds,
-       left(regexp_replace(a.query, '\s+', ' ', 'g'), 80) AS query
+       left(btrim(regexp_replace(regexp_replace(a.query, '--[^\n]*', '', 'g'), '\s+', ' ', 'g')),
+            80) AS query
 FROM pg_catalog.pg_locks l
 JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
 WHERE l.relation = to_regclass(%(relation)s)

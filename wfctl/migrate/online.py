@@ -191,6 +191,9 @@ def plan_swap(package: Package, st: KeyState) -> SwapPlan:
     if key_at is None:
         if st.swapped and st.has_event_slots and st.run_id_index is None:
             return SwapPlan(package, pending, [], pending)
+        strange = next((r for r in pending if not r.analysis.recognised), None)
+        if strange is not None:
+            raise _unrecognised(package, strange)
         shown = ", ".join(r.tag for r in pending) or "none"
         raise RefusedError(
             f"{package.label}: no pending migration swaps the event key (pending: {shown})",
@@ -199,14 +202,7 @@ def plan_swap(package: Package, st: KeyState) -> SwapPlan:
     replaced, remaining = pending[: key_at + 1], pending[key_at + 1 :]
     for r in replaced:
         if not r.analysis.recognised:
-            bad = r.analysis.unknown[0] if r.analysis.unknown else None
-            what = f": {_short(bad.text)}" if bad else ""
-            raise RefusedError(
-                f"{package.label}: {r.tag} is not a migration wfctl recognises, so it cannot be "
-                f"replaced by the online swap (unrecognised statement{what})",
-                hint="run `wfctl migrate --online` (prepare only) and the package's own migrator,"
-                " or upgrade wfctl",
-            )
+            raise _unrecognised(package, r)
     plan = SwapPlan(package, pending, replaced, remaining)
     missing = recognise.KEY_SWAP_EFFECTS - plan.effects
     if missing:
@@ -216,6 +212,16 @@ def plan_swap(package: Package, st: KeyState) -> SwapPlan:
             hint="run the package's own migrator after `wfctl migrate --online` (prepare)",
         )
     return plan
+
+
+def _unrecognised(package: Package, r: Replaced) -> RefusedError:
+    bad = r.analysis.unknown[0] if r.analysis.unknown else None
+    what = f": {_short(bad.text)}" if bad else ""
+    return RefusedError(
+        f"{package.label}: pending {r.tag} is not a migration wfctl recognises, so the online "
+        f"swap cannot replace it (unrecognised statement{what})",
+        hint="review it; wfctl never guesses. `wfctl migrate status --package DIR` lists its locks",
+    )
 
 
 def _short(text: str, limit: int = 100) -> str:
@@ -395,7 +401,7 @@ class OnlineMigration:
                 f"this database holds a {world.kind}: {', '.join(world.unknown_migrations)}",
                 hint="give --package DIR of the package that recorded them, or upgrade wfctl",
             )
-        if not (st.old_key or st.swapped):
+        if not (st.old_key or st.swapped or st.no_key):
             raise RefusedError(
                 f"workflow_events is keyed {st.key_text()}; wfctl expected {state_mod.OLD_KEY[0]} "
                 f"{state_mod.OLD_KEY[1]} or {state_mod.NEW_KEY[0]} {state_mod.NEW_KEY[1]}",
@@ -465,6 +471,8 @@ class OnlineMigration:
         if name == "swap-key":
             if st.swapped:
                 return False, "the key is already (run_id, id)"
+            if st.no_key:
+                return True, "workflow_events has no primary key: adding (run_id, id)"
             return True, "the key is still (id)"
         if name == "drop-run-id-index":
             if not st.swapped and st.run_id_index is not None:
@@ -491,7 +499,9 @@ class OnlineMigration:
     def _effects(self) -> frozenset[str]:
         return self.plan.effects if self.plan else frozenset()
 
-    def _sql(self, info: StepInfo) -> str | None:
+    def _sql(self, info: StepInfo, st: KeyState) -> str | None:
+        if info.name == "swap-key" and st.no_key:
+            return statement_text("migrate/add_key")
         return statement_text(info.sql_name) if info.sql_name else None
 
     def _lock(self, info: StepInfo) -> str:
@@ -505,7 +515,12 @@ class OnlineMigration:
     def _planned(self, info: StepInfo, st: KeyState) -> StepResult:
         run, why = self.decide(info.name, st)
         result = StepResult(
-            info.name, info.phase, "run" if run else "skip", why, self._sql(info), self._lock(info)
+            info.name,
+            info.phase,
+            "run" if run else "skip",
+            why,
+            self._sql(info, st),
+            self._lock(info),
         )
         if info.name == "record-migrations" and self.plan:
             result.rows = [_record_row(r) for r in self.plan.to_record(st)]
@@ -534,7 +549,12 @@ class OnlineMigration:
     ) -> StepResult:
         run, why = self.decide(info.name, st)
         result = StepResult(
-            info.name, info.phase, "ran" if run else "done", why, self._sql(info), self._lock(info)
+            info.name,
+            info.phase,
+            "ran" if run else "done",
+            why,
+            self._sql(info, st),
+            self._lock(info),
         )
         if not run:
             self.say(f"{counter} {info.name}: skipped, {why}")
@@ -636,7 +656,8 @@ class OnlineMigration:
                 "the prebuilt index is not valid; the key cannot be swapped",
                 hint="rerun `wfctl migrate --online --swap`; it rebuilds the index first",
             )
-        return self._with_lock_retries(conn, EVENTS, lambda: self._exec(conn, "migrate/swap_key"))
+        name = "migrate/add_key" if st.no_key else "migrate/swap_key"
+        return self._with_lock_retries(conn, EVENTS, lambda: self._exec(conn, name))
 
     def _run_drop_run_id_index(
         self, conn: psycopg.Connection[Any], st: KeyState, result: StepResult

@@ -56,6 +56,10 @@ class KeyState:
         return (self.pk_name, self.pk_definition) == OLD_KEY
 
     @property
+    def no_key(self) -> bool:
+        return self.pk_name is None
+
+    @property
     def swapped(self) -> bool:
         return (self.pk_name, self.pk_definition) == NEW_KEY
 
