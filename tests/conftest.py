@@ -17,6 +17,7 @@ import itertools
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,12 +79,15 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         return
     import pgserver
 
-    data_dir = tmp_path_factory.mktemp("pgdata")
+    # Not tmp_path_factory: pytest prunes old basetemp folders, which can pull a data
+    # directory from under a concurrent session's server.
+    data_dir = Path(tempfile.mkdtemp(prefix="wfctl-test-pg-"))
     server = pgserver.get_server(str(data_dir), cleanup_mode="stop")
     try:
         yield Server(str(server.get_uri()), data_dir)
     finally:
         server.cleanup()
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _create_db(server: Server, template: str | None = None, prefix: str = "t") -> Db:

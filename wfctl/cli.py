@@ -14,7 +14,14 @@ import traceback
 import typer
 
 from wfctl.app import app
-from wfctl.commands import bootstrap, completion, doctor, info, migrate  # noqa: F401  (registers commands)
+from wfctl.commands import (  # noqa: F401  (importing a command module registers it)
+    bootstrap,
+    completion,
+    doctor,
+    info,
+    migrate,
+    repair,
+)
 from wfctl.dsn import mask_text
 from wfctl.errors import ExitStatus, WfctlError
 

@@ -155,11 +155,24 @@ def repair(
             runner = _apply_run if apply else _plan_run
             report.items += runner(conn, world, writer, options, run_id, todo, reason)
     if apply:
-        touched = sorted({i.finding.run_id for i in report.items if i.finding.run_id})
-        if touched and len(touched) <= BEFORE_AFTER_MAX_RUNS:
-            after = detect(conn, world, _scoped(options, touched))
-            report.after = counts(after)
+        report.after = _remaining(conn, world, options, report.items)
     return report
+
+
+def _remaining(
+    conn: psycopg.Connection[Any], world: World, options: RepairOptions, items: list[Item]
+) -> dict[str, int]:
+    """Re-detect on the touched runs: which applied findings are still there, by code."""
+    applied = {_key(i.finding) for i in items if i.outcome == "applied"}
+    touched = sorted({run for _, run, _ in applied if run})
+    if not touched or len(touched) > BEFORE_AFTER_MAX_RUNS:
+        return {}
+    again = detect(conn, world, _scoped(options, touched))
+    return counts([f for f in again if _key(f) in applied])
+
+
+def _key(finding: Finding) -> tuple[str, str | None, str | None]:
+    return finding.code, finding.run_id, finding.entity_id
 
 
 def _scoped(options: RepairOptions, run_ids: list[str]) -> RepairOptions:
