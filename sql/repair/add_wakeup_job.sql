@@ -5,13 +5,13 @@
 -- world's own key-less messages; 3 attempts as beta.29.
 -- params: task, message_id, workflow_name, body (text JSON), max_attempts
 SELECT (graphile_worker.add_job(
-    %(task)s,
+    %(task)s::text,
     json_build_object(
         'attempt', 1,
-        'messageId', %(message_id)s,
-        'id', %(workflow_name)s,
-        'data', translate(encode(convert_to(%(body)s, 'UTF8'), 'base64'), E'\n', '')
+        'messageId', %(message_id)s::text,
+        'id', %(workflow_name)s::text,
+        'data', translate(encode(convert_to(%(body)s::text, 'UTF8'), 'base64'), E'\n', '')
     ),
-    job_key => %(message_id)s,
-    max_attempts => %(max_attempts)s
+    job_key => %(message_id)s::text,
+    max_attempts => %(max_attempts)s::int
 )).id;
