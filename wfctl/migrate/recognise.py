@@ -34,10 +34,13 @@ REPLACEABLE_EFFECTS = KEY_SWAP_EFFECTS | {HOOK_TOKEN_RETENTION, KEY_INDEX}
 
 # Lock levels, weakest first (PostgreSQL's table lock modes used here).
 NONE = "none"
+ROW_EXCLUSIVE = "ROW EXCLUSIVE"
+SHARE_UPDATE_EXCLUSIVE = "SHARE UPDATE EXCLUSIVE"
 SHARE = "SHARE"
 ACCESS_EXCLUSIVE = "ACCESS EXCLUSIVE"
 UNKNOWN = "unknown"
-_STRENGTH = {NONE: 0, SHARE: 1, ACCESS_EXCLUSIVE: 2, UNKNOWN: 3}
+LOCK_ORDER = (NONE, ROW_EXCLUSIVE, SHARE_UPDATE_EXCLUSIVE, SHARE, ACCESS_EXCLUSIVE, UNKNOWN)
+_STRENGTH = {lock: n for n, lock in enumerate(LOCK_ORDER)}
 
 EVENTS = "workflow.workflow_events"
 HOOKS = "workflow.workflow_hooks"
@@ -199,16 +202,29 @@ class Statement:
 
     @property
     def known(self) -> bool:
-        return self.kind != "unknown"
+        """Effect known exactly (a form above), so wfctl could reproduce it."""
+        return self.kind not in ("unknown", "other")
+
+    @property
+    def lock_known(self) -> bool:
+        return self.lock != UNKNOWN
 
     def lock_text(self, size: str = "") -> str:
         """The lock this statement takes, in words; `size` describes the table built over."""
-        if not self.known:
+        if not self.lock_known:
             return "unknown (wfctl does not recognise this statement)"
         if self.lock == NONE:
             return "none on existing tables" + (f" ({self.note})" if self.note else "")
         size = f" over {size}" if size else ""
-        what = f"{self.lock} on {self.table}"
+        what = f"{self.lock} on {self.table or 'its table'}"
+        if self.kind == "other":
+            blocks = {
+                ACCESS_EXCLUSIVE: ": blocks all reads and writes",
+                SHARE: f": blocks writes for a full index build{size}",
+                SHARE_UPDATE_EXCLUSIVE: ": reads and writes continue",
+                ROW_EXCLUSIVE: ": writes rows; readers and other writers continue",
+            }.get(self.lock, "")
+            return what + blocks + (f" ({self.note})" if self.note else "")
         if self.builds_index and self.lock == ACCESS_EXCLUSIVE:
             what += f": blocks all reads and writes for a full index build{size}"
         elif self.builds_index:
@@ -362,6 +378,62 @@ def classify(statement: str) -> Statement:
         guard = _GUARD.match(body)
         if guard:
             return _classify_guard(statement, normal, guard.group(1), guard.group(2))
+    return _generic(statement, normal)
+
+
+# Generic statements: the lock is PostgreSQL's documented one for the command; the effect is
+# not claimed (kind `other`), so such a migration is reported but never replaced.
+_TABLE = r"(?P<table>[a-z_][a-z0-9_$]*\.[a-z_][a-z0-9_$]*|[a-z_][a-z0-9_$]*)"
+_GENERIC: tuple[tuple[re.Pattern[str], str, bool, str], ...] = (
+    (
+        re.compile(r"^create (?:unique )?index concurrently .* on (?:only )?" + _TABLE + r"\b"),
+        SHARE_UPDATE_EXCLUSIVE,
+        False,
+        "fails inside the migrator's transaction: CONCURRENTLY cannot run in one",
+    ),
+    (
+        re.compile(r"^create (?:unique )?index .* on (?:only )?" + _TABLE + r"\b"),
+        SHARE,
+        True,
+        "",
+    ),
+    (
+        re.compile(
+            r"^alter table (?:if exists )?(?:only )?" + _TABLE + r" add column\b"
+            r"(?!.*\b(?:serial|bigserial|smallserial|generated|volatile)\b)"
+        ),
+        ACCESS_EXCLUSIVE,
+        False,
+        "a new column without a volatile default: catalog only",
+    ),
+    (
+        re.compile(r"^alter table (?:if exists )?(?:only )?" + _TABLE + r" "),
+        ACCESS_EXCLUSIVE,
+        True,
+        "may rewrite or scan the whole table under the lock",
+    ),
+    (re.compile(r"^create table "), NONE, False, "creates a new table"),
+    (re.compile(r"^(?:update|delete from|insert into) " + _TABLE), ROW_EXCLUSIVE, False, ""),
+)
+
+
+def _generic(statement: str, normal: str) -> Statement:
+    for pattern, lock, heavy, note in _GENERIC:
+        m = pattern.match(normal)
+        if m:
+            table = m.groupdict().get("table")
+            if table and "." not in table:
+                table = f"public.{table}"
+            return Statement(
+                statement,
+                normal,
+                "other",
+                frozenset(),
+                lock,
+                table,
+                builds_index=heavy,
+                note=note,
+            )
     return _unknown(statement, normal)
 
 

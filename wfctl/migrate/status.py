@@ -148,10 +148,16 @@ def build(conn: psycopg.Connection[Any], package: Package | None) -> StatusRepor
                 "will never apply it"
             )
         for p in report.pending:
-            if not p.analysis.recognised:
-                report.warnings.append(f"{p.tag}: statements wfctl does not recognise")
+            if any(not s.lock_known for s in p.analysis.statements):
+                report.warnings.append(f"{p.tag}: statements whose locks wfctl cannot tell")
         report.swap = _swap_verdict(package, st)
         report.blocking = _blocking(report)
+        for b in report.blocking:
+            if b["index_builds"]:
+                report.warnings.append(
+                    f"the package's migrator would block {b['blocks']} on {b['table']} for "
+                    f"full-table work (~{b['estimated_build_seconds']} s estimated)"
+                )
     return report
 
 
@@ -180,7 +186,7 @@ def _blocking(report: StatusReport) -> list[dict[str, Any]]:
     tables: dict[str, dict[str, Any]] = {}
     for p in report.pending:
         for s in p.analysis.statements:
-            if s.table is None or s.lock == recognise.NONE:
+            if s.table is None or _strength(s.lock) <= _strength(recognise.ROW_EXCLUSIVE):
                 continue
             entry = tables.setdefault(
                 s.table, {"table": s.table, "lock": recognise.NONE, "index_builds": 0}
@@ -193,9 +199,11 @@ def _blocking(report: StatusReport) -> list[dict[str, Any]]:
     for entry in tables.values():
         builds = entry["index_builds"]
         seconds = round(builds * _heap_bytes(report, entry["table"]) / BUILD_BYTES_PER_S, 1)
-        blocks = "all reads and writes" if entry["lock"] == recognise.ACCESS_EXCLUSIVE else "writes"
-        if entry["lock"] == recognise.UNKNOWN:
-            blocks = "unknown (unrecognised statements)"
+        blocks = {
+            recognise.ACCESS_EXCLUSIVE: "all reads and writes",
+            recognise.SHARE: "writes",
+            recognise.SHARE_UPDATE_EXCLUSIVE: "no reads or writes (other DDL only)",
+        }.get(entry["lock"], "unknown (unrecognised statements)")
         entry.update(
             blocks=blocks,
             estimated_build_seconds=seconds,
@@ -223,8 +231,7 @@ def _builds_now(s: recognise.Statement, st: KeyState) -> bool:
 
 
 def _strength(lock: str) -> int:
-    order = [recognise.NONE, recognise.SHARE, recognise.ACCESS_EXCLUSIVE, recognise.UNKNOWN]
-    return order.index(lock)
+    return recognise.LOCK_ORDER.index(lock)
 
 
 def text_lines(report: StatusReport) -> list[str]:
@@ -262,7 +269,11 @@ def text_lines(report: StatusReport) -> list[str]:
     else:
         lines.append(f"pending:      {len(report.pending)}, applied in ONE transaction:")
     for p in report.pending:
-        mark = "" if p.analysis.recognised else "  [not recognised]"
+        mark = ""
+        if any(not s.lock_known for s in p.analysis.statements):
+            mark = "  [not recognised]"
+        elif not p.analysis.recognised:
+            mark = "  [locks estimated; not replaceable by wfctl]"
         lines.append(f"  {p.tag} (when {p.migration.when}){mark}")
         for s in p.analysis.statements:
             lines.append(f"    {_short(s.text)}")
