@@ -63,6 +63,9 @@ def repair(
         str,
         typer.Option("--job-prefix", envvar="WORKFLOW_POSTGRES_JOB_PREFIX", help="Job prefix."),
     ] = "workflow_",
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, max=32, help="Runs repaired in parallel.")
+    ] = 4,
 ) -> None:
     """Append the events doctor found missing, in one short guarded transaction per run.
 
@@ -104,7 +107,7 @@ def repair(
         all_runs=all_runs,
         limit=limit,
         job_prefix=job_prefix,
-        lock_timeout_ms=st.target.timeouts.lock_ms or 2000,
+        workers=jobs,
     )
     with connect(st.target, autocommit=True) as conn:
         try:
@@ -113,7 +116,14 @@ def repair(
             world.require_known()
             if apply:
                 _preflight(st.output, world, yes)
-            report = runner.repair(conn, world, options, apply=apply, reason=reason or "")
+            report = runner.repair(
+                conn,
+                world,
+                options,
+                apply=apply,
+                reason=reason or "",
+                connect=lambda: connect(st.target, autocommit=True),
+            )
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "repairing") from None
     _print(st.output, fmt, report)

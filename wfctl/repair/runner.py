@@ -1,20 +1,27 @@
 """The repair runner: detect, then one short guarded transaction per run.
 
 For each run with findings, on --apply:
-1. `SET LOCAL lock_timeout`; lock the run row (FOR UPDATE); refuse the whole run while a
-   queue job for it is locked (a live writer may be about to insert the same event);
+1. lock the run row (FOR UPDATE, bounded by the session's lock_timeout); refuse the whole
+   run while a queue job for it is locked (a live writer may be about to insert the same
+   event);
 2. per finding, in a savepoint: let the repair lock and read its entity row, re-run the very
    check SQL doctor used, scoped to this run, and refuse ("state moved", "too young") unless
    the finding still holds past --min-age; then append through the shared EventWriter, act on
    the queue, and write the audit row; a refusal rolls back only that finding.
 A dry run does the same reads in a READ ONLY transaction (no locks, no writes) and prints
-the plan.
+the plan. Runs are independent, so several are repaired at once, each on its own connection
+(`workers`): a repair is latency-bound (one commit per run), not CPU-bound.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
+import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import groupby
@@ -35,7 +42,7 @@ from wfctl.world import ids
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
 
-BEFORE_AFTER_MAX_RUNS = 1000
+BEFORE_AFTER_MAX_RUNS = 100_000
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,7 @@ class RepairOptions:
     all_runs: bool = False
     limit: int = 1000
     job_prefix: str = "workflow_"
-    lock_timeout_ms: int = 2000
+    workers: int = 4  # runs repaired in parallel, one connection each
 
     @property
     def task(self) -> str:
@@ -83,6 +90,8 @@ class RepairReport:
     items: list[Item] = field(default_factory=list)
     before: dict[str, int] = field(default_factory=dict)
     after: dict[str, int] = field(default_factory=dict)
+    # Wall time of each run's transaction, lock_run to commit: how long locks were held.
+    lock_hold_ms: list[float] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -98,7 +107,21 @@ class RepairReport:
             "items": [i.as_dict() for i in self.items],
             "before": self.before,
             "after": self.after,
+            "transactions": len(self.lock_hold_ms),
+            "lock_hold_ms": _quantiles(self.lock_hold_ms),
         }
+
+
+def _quantiles(values: list[float]) -> dict[str, float]:
+    """p50 / p99 / max of the per-run transaction times (nearest rank)."""
+    if not values:
+        return {}
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    return {"p50": rank(0.5), "p99": rank(0.99), "max": round(ordered[-1], 3)}
 
 
 def detect(conn: psycopg.Connection[Any], world: World, options: RepairOptions) -> list[Finding]:
@@ -134,29 +157,72 @@ def repair(
     *,
     apply: bool,
     reason: str = "",
-    on_run: Callable[[str], None] | None = None,
+    connect: Callable[[], psycopg.Connection[Any]] | None = None,
 ) -> RepairReport:
-    """Plan (dry run) or apply repairs for every finding; see the module docstring."""
+    """Plan (dry run) or apply repairs for every finding; see the module docstring.
+
+    `connect` opens more sessions for parallel applies (`options.workers`); without it,
+    everything runs on `conn`.
+    """
     findings = detect(conn, world, options)
     report = RepairReport(applied=apply, before=counts(findings))
     writer = EventWriter(slots=world.has_event_slots)
+    batches: list[tuple[str, list[Finding]]] = []
     for run_id, group in groupby(findings, key=lambda f: f.run_id):
-        batch = list(group)
-        if on_run and run_id:
-            on_run(run_id)
         todo = []
-        for finding in batch:
+        for finding in group:
             skip = _skip_reason(finding, world)
             if skip:
                 report.items.append(Item(finding, "skipped", skip))
             else:
                 todo.append(finding)
         if todo and run_id:
-            runner = _apply_run if apply else _plan_run
-            report.items += runner(conn, world, writer, options, run_id, todo, reason)
-    if apply:
-        report.after = _remaining(conn, world, options, report.items)
+            batches.append((run_id, todo))
+    if not apply:
+        for run_id, todo in batches:
+            report.items += _plan_run(conn, world, writer, options, run_id, todo)
+        return report
+
+    def one(session: psycopg.Connection[Any], run_id: str, todo: list[Finding]) -> None:
+        started = time.perf_counter()
+        items = _apply_run(session, world, writer, options, run_id, todo, reason)
+        with lock:
+            report.items.extend(items)
+            report.lock_hold_ms.append((time.perf_counter() - started) * 1000)
+
+    lock = threading.Lock()
+    if connect is None or options.workers <= 1 or len(batches) < 2:
+        for run_id, todo in batches:
+            one(conn, run_id, todo)
+    else:
+        _in_parallel(batches, one, connect, min(options.workers, len(batches)))
+    report.after = _remaining(conn, world, options, report.items)
     return report
+
+
+def _in_parallel(
+    batches: list[tuple[str, list[Finding]]],
+    one: Callable[[psycopg.Connection[Any], str, list[Finding]], None],
+    connect: Callable[[], psycopg.Connection[Any]],
+    workers: int,
+) -> None:
+    """Each worker thread takes runs from a shared queue, on its own connection."""
+    pending: queue.SimpleQueue[tuple[str, list[Finding]]] = queue.SimpleQueue()
+    for batch in batches:
+        pending.put(batch)
+
+    def work() -> None:
+        with connect() as session:
+            while True:
+                try:
+                    run_id, todo = pending.get_nowait()
+                except queue.Empty:
+                    return
+                one(session, run_id, todo)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(work) for _ in range(workers)]:
+            future.result()
 
 
 def _remaining(
@@ -218,7 +284,6 @@ def _plan_run(
     options: RepairOptions,
     run_id: str,
     findings: list[Finding],
-    reason: str,
 ) -> list[Item]:
     items = []
     with read_only(conn):
@@ -260,16 +325,13 @@ def _apply_run(
     items: list[Item] = []
     try:
         with conn.transaction():
-            conn.execute(
-                "SELECT set_config('lock_timeout', %s, true)", (f"{options.lock_timeout_ms}ms",)
-            )
             ctx = _context(conn, world, writer, options, run_id, lock=True)
             if world.has_graphile:
                 locked = ctx.fetch("repair/locked_jobs_for_run", task=options.task)
                 if locked:
                     raise Refused(f"a queue job for the run is locked by {locked[0]['locked_by']}")
             for finding in findings:
-                items.append(_apply_one(ctx, options, finding, reason))
+                items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1))
     except Refused as exc:
         done = {id(i.finding) for i in items}
         items = [Item(f, "refused", str(exc)) for f in findings if id(f) not in done] + [
@@ -282,9 +344,13 @@ def _apply_run(
     return items
 
 
-def _apply_one(ctx: Context, options: RepairOptions, finding: Finding, reason: str) -> Item:
+def _apply_one(
+    ctx: Context, options: RepairOptions, finding: Finding, reason: str, savepoint: bool
+) -> Item:
+    """One finding; with others in the same run, in a savepoint so a refusal undoes only it."""
+    scope = ctx.conn.transaction() if savepoint else contextlib.nullcontext()
     try:
-        with ctx.conn.transaction():  # savepoint: a refusal undoes this finding only
+        with scope:
             action = registry.BY_CODE[finding.code].plan(ctx, finding)
             _recheck(ctx, options, finding)
             written = _execute(ctx, action)

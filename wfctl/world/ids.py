@@ -8,6 +8,7 @@ for a run's whole life: `wevt_<ULID>` (legacy, beta.29) or `evnt_` + 26 zero-pad
 from __future__ import annotations
 
 import re
+import threading
 from datetime import datetime
 
 from ulid import ULID
@@ -91,13 +92,15 @@ class MonotonicUlid:
 
     def __init__(self) -> None:
         self._last: int = 0
+        self._lock = threading.Lock()  # repairs run on several threads
 
     def next(self, after: str | None = None) -> str:
         value = int(ULID())
-        floor = self._last
-        if after and is_ulid(after):
-            floor = max(floor, int(ULID.from_str(after)))
-        if value <= floor:
-            value = floor + 1
-        self._last = value
+        with self._lock:
+            floor = self._last
+            if after and is_ulid(after):
+                floor = max(floor, int(ULID.from_str(after)))
+            if value <= floor:
+                value = floor + 1
+            self._last = value
         return str(ULID.from_int(value))

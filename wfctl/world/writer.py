@@ -54,6 +54,12 @@ class EventWriter:
 
         `lock=False` is for read-only planning, where row locks are not allowed.
         """
+        return self._read_scheme(conn, run_id, lock)[0]
+
+    def _read_scheme(
+        self, conn: psycopg.Connection[Any], run_id: str, lock: bool
+    ) -> tuple[str, str | None]:
+        """The scheme and the run's newest legacy id (the floor for a new wevt_ id)."""
         marker_sql = sql.load("writer/run_marker_for_share" if lock else "writer/run_marker")
         with conn.cursor(row_factory=dict_row) as cur:
             marked = self.slots and (
@@ -71,7 +77,7 @@ class EventWriter:
                 f"run {run_id} has evnt_ events but no slot marker (WF121)",
                 hint="restore its marker first: wfctl repair --only WF121",
             )
-        return "slot" if marked else "legacy"
+        return ("slot" if marked else "legacy"), used["newest_legacy_id"]
 
     def append(
         self,
@@ -91,7 +97,7 @@ class EventWriter:
         `legacy_id` places an event of a legacy run at a chosen position (a restored
         run_created must sort before the run's first event).
         """
-        scheme = "slot" if first_slot else self.scheme(conn, run_id)
+        scheme, newest = ("slot", None) if first_slot else self._read_scheme(conn, run_id, True)
         if legacy_id is not None and scheme != "legacy":
             raise RefusedError(f"run {run_id} is slot-numbered: no legacy id may be chosen")
         params: dict[str, Any] = {
@@ -103,7 +109,11 @@ class EventWriter:
         }
         attempts = 1 if (first_slot or scheme == "legacy") else MAX_SLOT_ATTEMPTS
         for _ in range(attempts):
-            row = self._insert(conn, scheme, params, first_slot, legacy_id)
+            legacy_id_now: str | None = legacy_id
+            if scheme == "legacy" and legacy_id is None:
+                floor = newest[5:] if newest else None
+                legacy_id_now = ids.LEGACY_EVENT_PREFIX + self.clock.next(after=floor)
+            row = self._insert(conn, scheme, params, first_slot, legacy_id_now)
             if row is not None:
                 return Written(row[0], row[1], scheme)
             if event_type in CREATION_TYPES:
@@ -126,18 +136,11 @@ class EventWriter:
         if scheme == "slot" and not first:
             row = conn.execute(sql.load("writer/insert_event_at_next_slot"), params).fetchone()
         else:
-            event_id = (
-                ids.slot_event_id(1) if first else legacy_id or self._next_legacy_id(conn, params)
-            )
+            event_id = ids.slot_event_id(1) if first else legacy_id
             row = conn.execute(
                 sql.load("writer/insert_event_with_id"), {**params, "id": event_id}
             ).fetchone()
         return None if row is None else (str(row[0]), row[1])
-
-    def _next_legacy_id(self, conn: psycopg.Connection[Any], params: dict[str, Any]) -> str:
-        used = conn.execute(sql.load("writer/run_id_schemes"), params).fetchone()
-        newest = used[2] if used else None
-        return ids.LEGACY_EVENT_PREFIX + self.clock.next(after=newest[5:] if newest else None)
 
     def _creation(self, conn: psycopg.Connection[Any], params: dict[str, Any]) -> str | None:
         row = conn.execute(sql.load("writer/creation_event"), params).fetchone()
