@@ -41,6 +41,10 @@ class ResolvedDsn:
 
     @property
     def masked(self) -> str:
+        if self.is_embedded:
+            from wfctl.embedded import EMBEDDED_DB, data_dir
+
+            return f"embedded PostgreSQL in {data_dir()} (database {EMBEDDED_DB})"
         return mask_dsn(self.conninfo)
 
     @property

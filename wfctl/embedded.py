@@ -8,6 +8,8 @@ command connects in milliseconds; `wfctl info` says when this default is in use.
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 from pathlib import Path
 
 import psycopg
@@ -27,7 +29,10 @@ def data_dir() -> Path:
 def embedded_conninfo() -> str:
     """Start (or reuse) the embedded server and return a conninfo for its `world` database."""
     try:
-        import pgserver
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (root, containers): harmless
+            warnings.simplefilter("ignore")
+            import pgserver
     except ImportError as exc:  # pragma: no cover - it is a hard dependency
         raise WfctlError(
             "no database configured and the embedded server (pgserver) is not installed",
@@ -36,9 +41,11 @@ def embedded_conninfo() -> str:
     directory = data_dir()
     directory.mkdir(parents=True, exist_ok=True)
     try:
-        server = pgserver.get_server(  # type: ignore[attr-defined]
-            str(directory), cleanup_mode=None
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server = pgserver.get_server(  # type: ignore[attr-defined]
+                str(directory), cleanup_mode=None
+            )
     except Exception as exc:
         raise WfctlError(
             f"could not start the embedded PostgreSQL in {directory}: {type(exc).__name__}",
@@ -51,4 +58,9 @@ def embedded_conninfo() -> str:
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{EMBEDDED_DB}"')
+    print(
+        f"wfctl: no database configured: using the embedded PostgreSQL in {directory}"
+        f" (database {EMBEDDED_DB!r}); set WORKFLOW_POSTGRES_URL or --dsn for yours",
+        file=sys.stderr,
+    )
     return psycopg.conninfo.make_conninfo(base, dbname=EMBEDDED_DB)
