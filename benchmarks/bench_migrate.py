@@ -158,10 +158,9 @@ def writer_process(dsn: str, rate: float, stop_file: str, out_file: str, workers
         jobs.put(None)
     for t in threads:
         t.join()
+    # `at` is time.monotonic() (system-wide on Linux), comparable with the phase marks.
     Path(out_file).write_text(
-        json.dumps(
-            [{"at": s - start, "latency": lat, "ok": ok, "error": e} for s, lat, ok, e in results]
-        )
+        json.dumps([{"at": s, "latency": lat, "ok": ok, "error": e} for s, lat, ok, e in results])
     )
 
 
@@ -210,7 +209,7 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- migrations
 
 
-def package_style(dsn: str) -> dict[str, Any]:
+def package_style(dsn: str, marks: list[tuple[float, str]]) -> dict[str, Any]:
     """drizzle's algorithm over the `guarded` fixture: all pending statements, ONE transaction."""
     pkg = package_mod.load(FIXTURES / "guarded")
     with psycopg.connect(dsn) as conn:
@@ -219,6 +218,7 @@ def package_style(dsn: str) -> dict[str, Any]:
         ).fetchone()
         pending = [pkg.migration(e) for e in pkg.pending(floor[0] if floor else None)]
         started = time.monotonic()
+        marks.append((started, "migrator transaction"))
         with conn.transaction():
             for m in pending:
                 for chunk in m.chunks():
@@ -229,35 +229,36 @@ def package_style(dsn: str) -> dict[str, Any]:
                     (m.sha256, m.when),
                 )
         seconds = time.monotonic() - started
+    marks.append((time.monotonic(), "after the migration"))
     return {"transaction_seconds": round(seconds, 2), "migrations": [m.tag for m in pending]}
 
 
-def wfctl_online(dsn: str) -> dict[str, Any]:
+def wfctl_online(dsn: str, marks: list[tuple[float, str]]) -> dict[str, Any]:
+    """Run wfctl; stamp each phase as its `[n/9] name:` line reaches stderr."""
     started = time.monotonic()
-    done = subprocess.run(
+    marks.append((started, "wfctl start-up"))
+    proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "wfctl",
-            "--dsn",
-            dsn,
-            "--format",
-            "json",
-            "migrate",
-            "--online",
-            "--swap",
-            "--package",
-            str(FIXTURES / "shipped"),
+            sys.executable, "-m", "wfctl", "--dsn", dsn, "--format", "json", "migrate",
+            "--online", "--swap", "--package", str(FIXTURES / "shipped"),
         ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         env={**os.environ, "NO_COLOR": "1"},
-    )
+    )  # fmt: skip
+    assert proc.stderr is not None and proc.stdout is not None
+    err_lines = []
+    for line in proc.stderr:
+        err_lines.append(line)
+        head = line.split(":", 1)[0]
+        if head.startswith("[") and "] " in head:
+            marks.append((time.monotonic(), head.split("] ", 1)[1]))
+    out = proc.stdout.read()
+    proc.wait()
     seconds = time.monotonic() - started
-    if done.returncode != 0:
-        raise SystemExit(f"wfctl failed ({done.returncode}): {done.stderr}")
-    report = json.loads(done.stdout)
+    marks.append((time.monotonic(), "after the migration"))
+    if proc.returncode != 0:
+        raise SystemExit(f"wfctl failed ({proc.returncode}): {''.join(err_lines)}")
+    report = json.loads(out)
     steps = {s["name"]: s for s in report["steps"]}
     return {
         "total_seconds": round(seconds, 2),
@@ -269,13 +270,35 @@ def wfctl_online(dsn: str) -> dict[str, Any]:
 
 
 def run_one(name: str, dsn: str, action: Any, rate: float, workdir: Path) -> dict[str, Any]:
+    marks: list[tuple[float, str]] = []
     with Traffic(dsn, rate, workdir, name) as traffic:
         time.sleep(5)
         t0 = time.monotonic()
-        outcome = action(dsn)
+        outcome = action(dsn, marks)
         outcome["wall_seconds"] = round(time.monotonic() - t0, 2)
         time.sleep(5)
-    return {**outcome, **summarise(traffic.results())}
+    results = traffic.results()
+    worst = sorted((r for r in results if r["ok"]), key=lambda r: -r["latency"])[:5]
+    outcome["worst"] = [
+        f"{r['latency'] * 1000:.0f} ms at t={r['at'] - t0:+.2f} s ({phase_at(marks, r['at'])})"
+        for r in worst
+    ]
+    per_phase: dict[str, float] = {}
+    for r in results:
+        if r["ok"]:
+            phase = phase_at(marks, r["at"])
+            per_phase[phase] = max(per_phase.get(phase, 0.0), r["latency"] * 1000)
+    outcome["max_ms_by_phase"] = {k: round(v, 1) for k, v in per_phase.items()}
+    return {**outcome, **summarise(results)}
+
+
+def phase_at(marks: list[tuple[float, str]], at: float) -> str:
+    """The phase running when an insert was scheduled."""
+    current = "before the migration"
+    for t, name in marks:
+        if t <= at:
+            current = name
+    return current
 
 
 # ----------------------------------------------------------------------------- main
