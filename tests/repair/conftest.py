@@ -61,3 +61,15 @@ def events(db: Db, run_id: str, correlation_id: str | None = None) -> list[tuple
             " AND (%s::text IS NULL OR correlation_id = %s) ORDER BY id",
             (run_id, correlation_id, correlation_id),
         ).fetchall()
+
+
+@pytest.fixture
+def doctor_json(run_cli: Any) -> Any:
+    def run(db: Db, *args: str) -> dict[str, Any]:
+        _, out, err = run_cli(
+            "--dsn", db.dsn, "--format", "json", "doctor", "--min-age", "0s", *args
+        )
+        assert out, err
+        return json.loads(out)
+
+    return run
