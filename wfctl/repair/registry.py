@@ -4,7 +4,7 @@ already healed)."""
 
 from __future__ import annotations
 
-from wfctl.repair import jobs, wf101, wf102, wf103, wf111, wf112, wf113, wf121
+from wfctl.repair import wf101, wf102, wf103, wf111, wf112, wf113, wf121, wf131, wf132, wf133
 from wfctl.repair.base import Repair
 
 ORDER: tuple[Repair, ...] = (
@@ -15,9 +15,9 @@ ORDER: tuple[Repair, ...] = (
     wf111.REPAIR,
     wf112.REPAIR,
     wf113.REPAIR,
-    jobs.WF131,
-    jobs.WF132,
-    jobs.WF133,
+    wf131.REPAIR,
+    wf132.REPAIR,
+    wf133.REPAIR,
 )
 BY_CODE = {r.code: r for r in ORDER}
 # Detected but never repaired automatically: the reason is printed instead.

@@ -1,4 +1,4 @@
-"""Queue repairs (WF131, WF132, WF133): collapse surplus wake-ups, or add the missing one."""
+"""WF131: replace runaway wait-continuation chains by one fresh wake-up (after WF112/WF102)."""
 
 from __future__ import annotations
 
@@ -28,37 +28,6 @@ class CollapseContinuations(Repair):
         return Action(fail_jobs=[j["id"] for j in chain], wake_up=True)
 
 
-class CollapseRecoveryJobs(Repair):
-    """WF132: keep the oldest key-less wake-up, permanently fail the rest."""
-
-    code = "WF132"
-
-    def plan(self, ctx: Context, finding: Finding) -> Action:
-        jobs = ctx.fetch("repair/live_jobs_for_run", task=ctx.task)
-        keyless = [
-            j
-            for j in jobs
-            if not j["is_step"]
-            and not j["is_wait"]
-            and j["locked_at"] is None
-            and (j["key"] or "msg_").startswith("msg_")
-        ]
-        if len(keyless) < 2:
-            raise Refused("state moved: no surplus key-less jobs remain")
-        return Action(fail_jobs=[j["id"] for j in keyless[1:]])
-
-
-class WakeStrandedRun(Repair):
-    """WF133: enqueue exactly one wake-up in the package's own job format."""
-
-    code = "WF133"
-
-    def plan(self, ctx: Context, finding: Finding) -> Action:
-        if ctx.fetch("repair/live_jobs_for_run", task=ctx.task):
-            raise Refused("state moved: the run has a live job now")
-        return Action(wake_up=True)
-
-
 def _scope(ctx: Context) -> dict[str, object]:
     """Parameters for re-running a check on this run only, inside the repair transaction."""
     return {
@@ -71,6 +40,4 @@ def _scope(ctx: Context) -> dict[str, object]:
     }
 
 
-WF131 = CollapseContinuations()
-WF132 = CollapseRecoveryJobs()
-WF133 = WakeStrandedRun()
+REPAIR = CollapseContinuations()
