@@ -1,0 +1,282 @@
+"""Benchmark `wfctl doctor` on worlds made by gen_world.py (issue 3, "Speed").
+
+In one run, for every database given with --db (e.g. a 100k-run and a 1M-run world):
+
+- default `wfctl doctor` (live runs only): wall time of the CLI process, the report's own
+  `duration_seconds` (the checks, without interpreter start-up), peak RSS of the process;
+- `wfctl doctor --all`: the same figures, per-check seconds included;
+- `SELECT count(*) FROM workflow.workflow_events`, twice; the warm run is the physical
+  reference (server defaults: a parallel plan; a single-process figure is shown as well);
+- the findings each mode reports, compared with the counts the generator planted.
+
+Each doctor run is a subprocess (`python -m wfctl ...`); its peak RSS comes from `wait4`'s
+rusage for that very child. Goals (issue 3): default < 1 s and independent of history
+size; `--all` within 2x of the sequential scan; peak RSS < 200 MB.
+
+    python benchmarks/bench_doctor.py --db world_100000 --db world_1000000
+    python benchmarks/bench_doctor.py --db world_1000000 --json /tmp/bench.json --stop
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gen_world  # noqa: E402
+
+
+@dataclass
+class DoctorRun:
+    mode: str
+    wall_s: float
+    report_s: float
+    max_rss_mb: float
+    exit_code: int
+    counts: dict[str, int]
+    in_flight: dict[str, int]
+    statuses: dict[str, str]
+    check_seconds: dict[str, float]
+
+
+@dataclass
+class DbFigures:
+    dbname: str
+    manifest: dict[str, Any]
+    events: int
+    events_size: str
+    database_size: str
+    default_runs: list[DoctorRun] = field(default_factory=list)
+    all_runs: list[DoctorRun] = field(default_factory=list)
+    count_cold_s: float = 0.0
+    count_warm_s: float = 0.0
+    count_serial_s: float = 0.0
+    mismatches: list[str] = field(default_factory=list)
+
+    def median(self, mode: str, attr: str) -> float:
+        runs = self.default_runs if mode == "default" else self.all_runs
+        return statistics.median(getattr(r, attr) for r in runs)
+
+    def best(self, mode: str, attr: str) -> float:
+        runs = self.default_runs if mode == "default" else self.all_runs
+        return min(getattr(r, attr) for r in runs)
+
+    def peak_rss(self) -> float:
+        return max(r.max_rss_mb for r in self.default_runs + self.all_runs)
+
+
+def run_doctor(dsn: str, mode: str, extra: list[str]) -> DoctorRun:
+    """One `wfctl doctor` subprocess; wall time and that child's own peak RSS."""
+    cmd = [sys.executable, "-m", "wfctl", "--dsn", dsn, "--format", "json"]
+    cmd += ["--statement-timeout", "0", "doctor", *extra]
+    env = {k: v for k, v in os.environ.items() if k not in ("PGOPTIONS",)}
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as errfile:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfile, env=env, cwd=ROOT)
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        errfile.seek(0)
+        err = errfile.read().decode(errors="replace")
+    try:
+        report = json.loads(out)
+    except json.JSONDecodeError:
+        raise SystemExit(f"doctor printed no JSON (exit {proc.returncode}): {err}") from None
+    checks = report["checks"]
+    return DoctorRun(
+        mode=mode,
+        wall_s=wall,
+        report_s=report["duration_seconds"],
+        max_rss_mb=usage.ru_maxrss / 1024,  # Linux: kilobytes
+        exit_code=proc.returncode,
+        counts={c["code"]: c["count"] for c in checks},
+        in_flight={c["code"]: c["in_flight"] for c in checks},
+        statuses={c["code"]: c["status"] for c in checks},
+        check_seconds={c["code"]: c["seconds"] for c in checks},
+    )
+
+
+def timed(conn: psycopg.Connection[Any], query: str) -> float:
+    started = time.perf_counter()
+    conn.execute(query).fetchall()
+    return time.perf_counter() - started
+
+
+def compare(fig: DbFigures, run: DoctorRun) -> None:
+    """The counts a mode reports against what the generator planted."""
+    expected = fig.manifest.get("expected", {})
+    want = expected.get(run.mode, {})
+    want_in_flight = expected.get("in_flight", {})
+    for code, status in run.statuses.items():
+        if status in ("not_applicable", "unknown"):
+            if status == "unknown":
+                fig.mismatches.append(f"{run.mode}: {code} unknown")
+            continue
+        got, exp = run.counts[code], want.get(code, 0)
+        if got != exp:
+            fig.mismatches.append(f"{run.mode}: {code} reported {got}, planted {exp}")
+        got_f, exp_f = run.in_flight[code], want_in_flight.get(code, 0)
+        if got_f != exp_f:
+            fig.mismatches.append(f"{run.mode}: {code} in flight {got_f}, planted {exp_f}")
+
+
+def bench_db(admin: str, dbname: str, repeat: int, all_repeat: int) -> DbFigures:
+    dsn = gen_world.db_dsn(admin, dbname)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database"
+            " WHERE datname = current_database()"
+        ).fetchone()
+        manifest = json.loads(row[0]) if row and row[0] else {}
+        sizes = conn.execute(
+            "SELECT c.reltuples::bigint, pg_size_pretty(pg_table_size(c.oid)),"
+            " pg_size_pretty(pg_database_size(current_database()))"
+            " FROM pg_class c WHERE c.oid = 'workflow.workflow_events'::regclass"
+        ).fetchone()
+        assert sizes is not None
+        fig = DbFigures(dbname, manifest, int(sizes[0]), str(sizes[1]), str(sizes[2]))
+        print(f"\n== {dbname}: {manifest.get('runs', '?'):,} runs, {fig.events:,} events "
+              f"({fig.events_size} heap), database {fig.database_size}", flush=True)  # fmt: skip
+        # the physical reference, run twice: the first warms the cache
+        fig.count_cold_s = timed(conn, "SELECT count(*) FROM workflow.workflow_events")
+        fig.count_warm_s = timed(conn, "SELECT count(*) FROM workflow.workflow_events")
+        conn.execute("SET max_parallel_workers_per_gather = 0")
+        fig.count_serial_s = timed(conn, "SELECT count(*) FROM workflow.workflow_events")
+        conn.execute("RESET max_parallel_workers_per_gather")
+    print(f"   count(*): first {fig.count_cold_s:.2f} s, warm {fig.count_warm_s:.2f} s "
+          f"(single process {fig.count_serial_s:.2f} s)", flush=True)  # fmt: skip
+    run_doctor(dsn, "default", [])  # warm-up (interpreter, page cache)
+    for _ in range(repeat):
+        r = run_doctor(dsn, "default", [])
+        fig.default_runs.append(r)
+        print(f"   doctor: wall {r.wall_s:.3f} s, checks {r.report_s:.3f} s, "
+              f"rss {r.max_rss_mb:.0f} MB, exit {r.exit_code}", flush=True)  # fmt: skip
+    compare(fig, fig.default_runs[-1])
+    for i in range(all_repeat + 1):
+        r = run_doctor(dsn, "all", ["--all"])
+        label = "first" if i == 0 else "warm"
+        print(f"   doctor --all ({label}): wall {r.wall_s:.2f} s, checks {r.report_s:.2f} s, "
+              f"rss {r.max_rss_mb:.0f} MB, exit {r.exit_code}", flush=True)  # fmt: skip
+        if i > 0 or all_repeat == 0:
+            fig.all_runs.append(r)
+    compare(fig, fig.all_runs[-1])
+    return fig
+
+
+def machine(admin: str) -> dict[str, Any]:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        settings = dict(
+            conn.execute(
+                "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN"
+                " ('fsync', 'shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather',"
+                " 'random_page_cost', 'effective_cache_size', 'wal_level', 'synchronous_commit')"
+            ).fetchall()
+        )
+        version = conn.execute("SHOW server_version").fetchone()
+    mem_kb = 0
+    with open("/proc/meminfo", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("MemTotal:"):
+                mem_kb = int(line.split()[1])
+    cpu = ""
+    with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "mem_gib": round(mem_kb / 1024 / 1024, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "postgres": version[0] if version else "?",
+        "settings": settings,
+        "loadavg_before": os.getloadavg(),
+    }
+
+
+def python_startup(repeat: int = 5) -> float:
+    """Wall time of `python -m wfctl --version`: interpreter start-up plus wfctl's imports."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "wfctl", "--version"], check=True,
+                       capture_output=True, cwd=str(ROOT))  # fmt: skip
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def print_table(figs: list[DbFigures], startup: float) -> None:
+    print(
+        "\n| world | events | default: wall (median) | default: checks | --all: wall "
+        "| --all: checks | count(*) warm | --all / count(*) | peak RSS |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for f in figs:
+        ratio = f.median("all", "report_s") / f.count_warm_s if f.count_warm_s else 0.0
+        print(
+            f"| {f.dbname} | {f.events:,} | {f.median('default', 'wall_s'):.3f} s "
+            f"| {f.median('default', 'report_s'):.3f} s | {f.median('all', 'wall_s'):.2f} s "
+            f"| {f.median('all', 'report_s'):.2f} s | {f.count_warm_s:.2f} s | {ratio:.1f}x "
+            f"| {f.peak_rss():.0f} MB |"
+        )
+    print(f"\n`python -m wfctl --version` (interpreter + imports): {startup:.3f} s")
+    for f in figs:
+        if f.all_runs:
+            slow = sorted(f.all_runs[-1].check_seconds.items(), key=lambda kv: -kv[1])[:6]
+            print(f"{f.dbname} --all slowest checks: "
+                  + ", ".join(f"{c} {s:.2f} s" for c, s in slow))  # fmt: skip
+        print(f"{f.dbname} findings vs planted: "
+              + ("all match" if not f.mismatches else "; ".join(f.mismatches)))  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--db", action="append", required=True, help="a generated world (repeatable)")
+    p.add_argument("--pgdata", type=Path, default=gen_world.DEFAULT_PGDATA)
+    p.add_argument("--dsn", help="admin DSN of an existing server instead of --pgdata")
+    p.add_argument("--repeat", type=int, default=7, help="default-mode runs per world")
+    p.add_argument("--all-repeat", type=int, default=2, help="warm --all runs per world")
+    p.add_argument("--json", type=Path, help="write every figure here")
+    p.add_argument("--stop", action="store_true", help="stop the embedded server at the end")
+    args = p.parse_args(argv)
+    admin = args.dsn or gen_world.start_server(args.pgdata)
+    info = machine(admin)
+    print(json.dumps(info, indent=1))
+    startup = python_startup()
+    figs = [bench_db(admin, db, args.repeat, args.all_repeat) for db in args.db]
+    info["loadavg_after"] = os.getloadavg()
+    print_table(figs, startup)
+    print(f"load average before {info['loadavg_before']}, after {info['loadavg_after']}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {"machine": info, "startup_s": startup, "worlds": [asdict(f) for f in figs]},
+                indent=1,
+            )
+        )
+    if args.stop and not args.dsn:
+        gen_world.stop_server(args.pgdata)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
