@@ -1,0 +1,190 @@
+"""Generate docs/checks.md from the check registry and the plans on a large world.
+
+The prose comes from one source, each check's `explanation` in `wfctl/checks/wf*.py`; the
+plans come from the generated worlds (benchmarks/gen_world.py), taken exactly as the doctor
+runs each query: `EXPLAIN DECLARE ... CURSOR FOR <the check's SQL>` with the parameters of
+`DoctorOptions` (a cursor is planned for a first fraction of its rows, and never in
+parallel, so a plain `EXPLAIN SELECT` would show a different plan).
+
+Default-mode plans are `EXPLAIN (ANALYZE, BUFFERS)`: they take milliseconds. `--all`
+plans are plain `EXPLAIN` (estimates only) for the checks that read history.
+
+    python benchmarks/explain_checks.py --db world_1000000 --slot-db world_slot_1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gen_world  # noqa: E402
+
+from wfctl import sql  # noqa: E402
+from wfctl.checks import registry  # noqa: E402
+from wfctl.checks.base import Check, Needs  # noqa: E402
+from wfctl.doctor import DoctorOptions  # noqa: E402
+
+# Checks whose --all scope reads the history (events/steps/runs); the others read the
+# live-only tables (waits, hooks), the queue or the catalog and plan the same either way.
+HISTORY_CHECKS = {"WF101", "WF111", "WF113", "WF121", "WF122", "WF123", "WF141"}
+OUTPUT = ROOT / "docs" / "checks.md"
+
+
+def explain(
+    conn: psycopg.Connection[Any], query: str, params: dict[str, Any], analyze: bool
+) -> str:
+    """The plan of `query` as the doctor's server-side cursor would run it."""
+    options = "(ANALYZE, BUFFERS)" if analyze else ""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        rows = conn.execute(f"EXPLAIN {options} DECLARE wfctl_explain CURSOR FOR {query}", params)
+        return "\n".join(str(r[0]) for r in rows.fetchall())
+
+
+def world_label(conn: psycopg.Connection[Any]) -> str:
+    row = conn.execute(
+        "SELECT current_database(), shobj_description(oid, 'pg_database'),"
+        " (SELECT reltuples::bigint FROM pg_class WHERE oid = 'workflow.workflow_events'::regclass)"
+        " FROM pg_database WHERE datname = current_database()"
+    ).fetchone()
+    assert row is not None
+    manifest = json.loads(row[1]) if row[1] else {}
+    return (
+        f"`{row[0]}`: {manifest.get('era', '?')} era, {manifest.get('runs', 0):,} runs, "
+        f"~{int(row[2]):,} events, {manifest.get('live', 0):,} live runs"
+        + (", graphile_worker installed" if manifest.get("queue") else "")
+    )
+
+
+def sql_files(check: Check) -> list[str]:
+    names = [f"sql/checks/{check.code}.sql"]
+    names += [f"sql/{name}.sql" for name in check.sql_by_era.values()]
+    return names
+
+
+def section(check: Check, plans: list[tuple[str, str]]) -> list[str]:
+    e = check.explanation
+    needs = ", ".join(
+        {"slots": "a slot-era world", "queue": "graphile_worker"}[n.value]
+        for n in sorted(check.needs)
+    )
+    lines = [
+        f"## {check.code} — {check.title}",
+        "",
+        f"- **Severity:** {check.severity.value}",
+    ]
+    if needs:
+        lines.append(f"- **Needs:** {needs} (otherwise: not applicable)")
+    lines += [
+        f"- **SQL:** {', '.join(f'`{n}`' for n in sql_files(check))}",
+        f"- **Remedy:** {check.remedy}",
+        "",
+        f"**What it means.** {e.meaning}",
+        "",
+        f"**Why the run is stuck.** {e.why_stuck}",
+        "",
+        f"**How it happened.** {e.cause}",
+        "",
+        f"**What `wfctl repair` does.** {e.repair}",
+        "",
+    ]
+    for caption, plan in plans:
+        lines += [f"{caption}:", "", "```", plan, "```", ""]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--db", required=True, help="the large beta.29 world")
+    p.add_argument("--slot-db", help="a large slot-era world, for the slot-only checks")
+    p.add_argument("--pgdata", type=Path, default=gen_world.DEFAULT_PGDATA)
+    p.add_argument("--dsn", help="admin DSN of an existing server instead of --pgdata")
+    p.add_argument("--output", type=Path, default=OUTPUT)
+    args = p.parse_args(argv)
+    admin = args.dsn or gen_world.start_server(args.pgdata)
+    conns = {"beta29": psycopg.connect(gen_world.db_dsn(admin, args.db), autocommit=True)}
+    if args.slot_db:
+        conns["slot"] = psycopg.connect(gen_world.db_dsn(admin, args.slot_db), autocommit=True)
+    default, everything = DoctorOptions().params(), DoctorOptions(all_runs=True).params()
+    version = conns["beta29"].execute("SHOW server_version").fetchone()
+    cmd = "python benchmarks/explain_checks.py --db " + args.db
+    if args.slot_db:
+        cmd += f" --slot-db {args.slot_db}"
+    out = [
+        "# Doctor checks",
+        "",
+        "<!-- Generated by benchmarks/explain_checks.py: edit the check's `explanation` in",
+        "     wfctl/checks/wf*.py or its SQL in sql/checks/, then regenerate. -->",
+        "",
+        "One section per finding code: what it means, why the run is stuck, how it happened,",
+        "what `wfctl repair` does (the same text as `wfctl doctor --explain CODE`), the SQL",
+        "file, and the plan PostgreSQL chooses for it on a large generated world.",
+        "",
+        f"Regenerated on {datetime.now(UTC):%Y-%m-%d} with `{cmd}`, after",
+        "`python benchmarks/gen_world.py` built the worlds (see",
+        "[benchmarks.md](benchmarks.md#wfctl-doctor-issue-3)). PostgreSQL "
+        f"{version[0] if version else '?'}, stock planner settings (work_mem 4MB,",
+        "random_page_cost 4). Worlds:",
+        "",
+    ]
+    for era, conn in conns.items():
+        out.append(f"- {era}: {world_label(conn)}")
+    out += [
+        "",
+        "Plans are taken as the doctor runs each query: a server-side cursor",
+        "(`EXPLAIN DECLARE ... CURSOR FOR ...`), which PostgreSQL plans for the first 10 % of",
+        "its rows (`cursor_tuple_fraction`) and never in parallel. *Default* is the cron scope",
+        "(pending/running runs and the queue), with `EXPLAIN (ANALYZE, BUFFERS)`; *--all* is",
+        "the history scan, `EXPLAIN` only (estimates), for the checks that read history.",
+        "",
+        "| code | severity | title |",
+        "| --- | --- | --- |",
+    ]
+    out += [
+        f"| [{c.code}](#{anchor(c)}) | {c.severity.value} | {c.title} |" for c in registry.CHECKS
+    ]
+    out.append("")
+    for check in registry.CHECKS:
+        era = "slot" if Needs.SLOTS in check.needs else "beta29"
+        plans: list[tuple[str, str]] = []
+        eras = [era] if era == "slot" or not check.sql_by_era else ["beta29", "slot"]
+        for e in eras:
+            conn = conns.get(e)
+            if conn is None:
+                continue
+            name = check.sql_name(e)
+            query = sql.load(name)
+            where = f"`{name}.sql` on the {e} world" if len(eras) > 1 else f"the {e} world"
+            plans.append((f"Default scope, {where}", explain(conn, query, default, True)))
+            if check.code in HISTORY_CHECKS:
+                plans.append((f"`--all`, {where}", explain(conn, query, everything, False)))
+            print(f"{check.code} ({e}): planned", flush=True)
+        if not plans:
+            plans.append(("(no slot-era world given: no plan)", ""))
+        out += section(check, plans)
+    args.output.write_text("\n".join(out).rstrip() + "\n", encoding="utf-8")
+    print(f"wrote {args.output}")
+    for conn in conns.values():
+        conn.close()
+    return 0
+
+
+def anchor(check: Check) -> str:
+    """GitHub's anchor for `## WF101 — title`: lower case, spaces to dashes, punctuation out."""
+    text = f"{check.code} — {check.title}".lower()
+    kept = "".join(ch for ch in text if ch.isalnum() or ch in " -_")
+    return kept.replace(" ", "-")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
