@@ -12,11 +12,13 @@ transaction the caller owns (so the entity row and its event commit together). T
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import errors as pgerrors
 from psycopg.rows import dict_row
 
 from wfctl import sql
@@ -25,6 +27,8 @@ from wfctl.world import codec, ids
 
 CREATION_TYPES = frozenset({"step_created", "hook_created", "wait_created", "attr_set"})
 MAX_SLOT_ATTEMPTS = 40  # the slot-era world's own bound
+CREATION_INDEX = "workflow_events_entity_creation_unique"
+GUARD_PREFIX = "wfctl guard"
 
 
 class AlreadyExists(Exception):
@@ -35,11 +39,65 @@ class AlreadyExists(Exception):
         self.event_id = event_id
 
 
+class PositionTaken(Exception):
+    """A batch lost its position to a concurrent writer (slot taken, or a newer legacy id
+    exists). The caller's transaction is aborted; re-read and retry it whole."""
+
+
 @dataclass(frozen=True)
 class Written:
     id: str
     created_at: datetime
     scheme: str  # "slot" or "legacy"
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """One event of a batch: type, correlation id, eventData (CBOR-encoded by the writer)."""
+
+    type: str
+    correlation_id: str | None
+    event_data: dict[str, Any] | None
+    spec_version: int | None
+
+
+class PendingBatch:
+    """A batch INSERT sent to the server; `result()` reads its ids (in the order given).
+
+    In pipeline mode the statement is only queued until the pipeline syncs, so several
+    statements of one transaction travel in one round trip.
+    """
+
+    def __init__(self, cursor: psycopg.Cursor[Any], scheme: str, count: int) -> None:
+        self._cursor = cursor
+        self._scheme = scheme
+        self._count = count
+
+    def result(self) -> list[Written]:
+        rows = self._cursor.fetchall()
+        if len(rows) != self._count:  # the statements raise instead; defensive
+            raise PositionTaken(f"batch wrote {len(rows)} of {self._count} events")
+        written = [Written(str(r[0]), r[1], self._scheme) for r in rows]
+        written.sort(key=lambda w: w.id)
+        return written
+
+
+def classify(exc: BaseException) -> BaseException:
+    """Map a database error from a batch insert to AlreadyExists / PositionTaken (or itself).
+
+    Both mean the caller's transaction is aborted and must be rolled back.
+    """
+    if isinstance(exc, pgerrors.UniqueViolation):
+        constraint = exc.diag.constraint_name or ""
+        if constraint == CREATION_INDEX:
+            return AlreadyExists(None)
+        if constraint.startswith("workflow_events_"):
+            return PositionTaken(constraint)
+    if isinstance(exc, pgerrors.InvalidTextRepresentation) and GUARD_PREFIX in str(exc):
+        text = str(exc)
+        if "already has event" in text:
+            return PositionTaken(text.splitlines()[0])
+    return exc
 
 
 @dataclass(frozen=True)
@@ -124,6 +182,60 @@ class EventWriter:
             f"could not allocate an event id for run {run_id} after {attempts} attempt(s)",
             hint="another writer is appending to this run; retry",
         )
+
+    def append_batch(
+        self,
+        conn: psycopg.Connection[Any],
+        run_id: str,
+        events: Sequence[NewEvent],
+        *,
+        scheme: str,
+        first_slot: bool = False,
+        floor: str | None = None,
+    ) -> PendingBatch:
+        """Queue ONE INSERT of several events, in order, in the caller's transaction.
+
+        For callers that already know the run's scheme (the runtime's store: it created the
+        run, and a run keeps its scheme for life), so no read precedes the insert and the
+        statement can be pipelined with the entity writes of the same transaction.
+        - `scheme="slot"`: positions after the run's highest slot, computed in the INSERT;
+          `first_slot=True` writes slots 1..n of a run whose marker the same transaction
+          just inserted (run creation).
+        - `scheme="legacy"`: `wevt_` ULIDs minted in order, newer than `floor` (the newest id
+          the caller knows); the statement refuses if the run holds a newer id.
+        Nothing is absorbed: a duplicate creation or a lost position raises at `result()`
+        (map it with `classify`) and the whole transaction must be rolled back.
+        """
+        if scheme not in ("slot", "legacy"):
+            raise ValueError(f"unknown event id scheme {scheme!r}")
+        if first_slot and scheme != "slot":
+            raise ValueError("first_slot applies to slot-numbered runs only")
+        params: dict[str, Any] = {
+            "run_id": run_id,
+            "types": [e.type for e in events],
+            "correlation_ids": [e.correlation_id for e in events],
+            "payloads": [
+                codec.encode(e.event_data) if e.event_data is not None else None for e in events
+            ],
+            "spec_versions": [e.spec_version for e in events],
+        }
+        cursor = conn.cursor()
+        if scheme == "slot" and not first_slot:
+            cursor.execute(sql.load("writer/insert_events_at_next_slots"), params)
+            return PendingBatch(cursor, "slot", len(events))
+        if first_slot:
+            new_ids = [ids.slot_event_id(n) for n in range(1, len(events) + 1)]
+        else:
+            after = floor[5:] if floor and ids.is_legacy_event_id(floor) else None
+            new_ids = []
+            for _ in events:
+                after = self.clock.next(after=after)
+                new_ids.append(ids.LEGACY_EVENT_PREFIX + after)
+        cursor.execute(
+            sql.load("writer/insert_events_with_ids"),
+            {**params, "ids": new_ids, "min_id": new_ids[0]},
+        )
+        return PendingBatch(cursor, scheme, len(events))
 
     def _insert(
         self,

@@ -1,0 +1,14 @@
+-- finish_run: a terminal run transition's row change (completed / failed / cancelled), guarded
+-- (raises unless pending or running, §3.4). The waits and hooks of the run are deleted by
+-- delete_run_waits / delete_run_hooks* in the same transaction, then the terminal event.
+-- params: run_id, status, output_cbor, error_cbor, error_code
+WITH u AS (
+    UPDATE workflow.workflow_runs
+    SET status = %(status)s::text::workflow.status, output_cbor = %(output_cbor)s,
+        error_cbor = %(error_cbor)s, error_code = %(error_code)s,
+        completed_at = now() AT TIME ZONE 'UTC', updated_at = now() AT TIME ZONE 'UTC'
+    WHERE id = %(run_id)s AND status IN ('pending', 'running')
+    RETURNING id)
+SELECT CASE WHEN count(*) = 1 THEN 1
+            ELSE ('wfctl guard: run ' || %(run_id)s::text || ' is already terminal (' || count(*) || ')')::int END
+FROM u;

@@ -1,0 +1,11 @@
+-- guard_run: first statement of every runtime transition. Locks the run row FOR KEY SHARE
+-- (an external writer -- `wfctl runs cancel`, `wfctl hooks resume` -- takes FOR UPDATE, so
+-- the two serialise and event ids follow commit order) and raises unless the run is still
+-- pending or running (reference §3.4: no entity may start on a terminal run). The error arm
+-- depends on a column so the planner cannot fold it; its message starts with `wfctl guard`.
+-- params: run_id
+SELECT CASE WHEN r.status IN ('pending', 'running') THEN 1
+            ELSE ('wfctl guard: run ' || r.id || ' is ' || r.status::text)::int END AS ok
+FROM workflow.workflow_runs r
+WHERE r.id = %(run_id)s
+FOR KEY SHARE;

@@ -1,0 +1,610 @@
+"""The replay engine: pure (no I/O, no database), deterministic, incremental.
+
+Given a workflow function and its input, the engine runs the workflow coroutine on a private,
+I/O-free event loop (`DeterministicLoop`: only `call_soon`, no timers, no selectors) and is
+fed the run's events one at a time, in log order. After each event it runs the workflow until
+every task is blocked again, then reports where the run stands (`outcome()`):
+
+- `Pending(commands)`: what the workflow waits for and what must happen next: start a step
+  (new or an unfinished one found in the log), create a wait or await its due time, create a
+  hook or await its payload, dispose a hook;
+- `Completed(output)` / `Failed(error, code)`: the run's terminal command;
+- `Diverged`: the code asked for something other than what the log recorded at that point
+  (a different step name, another kind of entity, or an entity the code no longer asks for);
+  the run must fail with `REPLAY_DIVERGENCE`, naming the first diverging event.
+
+The same feeding path serves a fresh replay (a process picks a run up: feed its whole log)
+and live execution (the executor feeds the events it just wrote), so the coroutine stays
+alive between steps and replay happens only when a process picks a run up fresh.
+
+Determinism inside workflows: correlation ids are ULIDs sharing the run id's timestamp, with
+a random part derived from the run id plus a counter (so they sort in request order);
+`now()` is the `created_at` of the last event fed; `random()` is a PRNG seeded by the run id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextvars
+import hashlib
+import random as _random
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from ulid import ULID
+
+from wfctl.runtime import serde
+
+# --- the deterministic loop -----------------------------------------------------------------
+
+
+class DeterministicLoop:
+    """Just enough of an event loop for futures, tasks, gather and wait: a FIFO of callbacks.
+
+    Timers (`asyncio.sleep(n > 0)`, `wait_for`) and I/O are refused: a workflow sleeps with
+    wfctl's durable `sleep()`.
+    """
+
+    def __init__(self) -> None:
+        self._ready: collections.deque[asyncio.Handle] = collections.deque()
+        self._exceptions: list[dict[str, Any]] = []
+
+    def call_soon(
+        self,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Handle:
+        handle = asyncio.Handle(callback, args, self.as_loop(), context)
+        self._ready.append(handle)
+        return handle
+
+    def call_later(self, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        raise RuntimeError(
+            "timers are not available inside a workflow: use wfctl.runtime.sleep() for a "
+            "durable sleep, and do time-bound work in a step"
+        )
+
+    call_at = call_later
+
+    def as_loop(self) -> asyncio.AbstractEventLoop:
+        """This object where asyncio's types want an event loop (duck-typed at run time)."""
+        return cast(asyncio.AbstractEventLoop, self)
+
+    def get_debug(self) -> bool:
+        return False
+
+    def is_running(self) -> bool:
+        return True
+
+    def is_closed(self) -> bool:
+        return False
+
+    def time(self) -> float:
+        return 0.0
+
+    def create_future(self) -> asyncio.Future[Any]:
+        return asyncio.Future(loop=self.as_loop())
+
+    def create_task(
+        self,
+        coro: Coroutine[Any, Any, Any],
+        *,
+        name: str | None = None,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Task[Any]:
+        return asyncio.Task(coro, loop=self.as_loop(), name=name, context=context)
+
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        self._exceptions.append(context)
+
+    def run_until_blocked(self) -> int:
+        """Run callbacks until none is ready; returns how many ran."""
+        previous = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(self.as_loop())
+        count = 0
+        try:
+            while self._ready:
+                handle = self._ready.popleft()
+                if not handle.cancelled():
+                    handle._run()
+                count += 1
+        finally:
+            asyncio.events._set_running_loop(previous)
+        return count
+
+
+# --- events and commands --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    """One row of the log, payload decoded from CBOR (byte payloads stay bytes)."""
+
+    id: str
+    type: str
+    correlation_id: str | None
+    data: dict[str, Any] | None
+    created_at: datetime  # aware (UTC)
+
+
+@dataclass(frozen=True)
+class StartStep:
+    correlation_id: str
+    step_name: str
+    input: bytes
+    new: bool  # no step_created yet: create the row and both events
+    attempts: int  # step_started events so far
+    retry_after: datetime | None
+    max_retries: int
+
+
+@dataclass(frozen=True)
+class CreateWait:
+    correlation_id: str
+    resume_at: datetime
+
+
+@dataclass(frozen=True)
+class AwaitWait:
+    correlation_id: str
+    resume_at: datetime
+
+
+@dataclass(frozen=True)
+class CreateHook:
+    correlation_id: str
+    token: str
+    metadata: bytes | None
+
+
+@dataclass(frozen=True)
+class AwaitHook:
+    correlation_id: str
+    token: str
+
+
+@dataclass(frozen=True)
+class DisposeHook:
+    correlation_id: str
+    token: str
+
+
+Command = StartStep | CreateWait | AwaitWait | CreateHook | AwaitHook | DisposeHook
+
+
+@dataclass(frozen=True)
+class Pending:
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True)
+class Completed:
+    output: bytes
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: bytes
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Diverged:
+    event_id: str | None
+    message: str
+
+    @property
+    def code(self) -> str:
+        return DIVERGENCE_CODE
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The log already holds the run's terminal event."""
+
+    status: str
+
+
+Outcome = Pending | Completed | Failed | Diverged | Finished
+DIVERGENCE_CODE = "REPLAY_DIVERGENCE"
+
+
+class StepFailedError(Exception):
+    """Raised inside a workflow when a step failed for good (its error is carried along)."""
+
+    def __init__(self, step_name: str, error: Any) -> None:
+        detail = error if not isinstance(error, dict) else error.get("message", error)
+        name = error.get("name", "Error") if isinstance(error, dict) else "Error"
+        super().__init__(f"step {step_name} failed: {name}: {detail}")
+        self.step_name = step_name
+        self.error = error
+
+
+class HookConflictError(Exception):
+    """The hook's token is held by another active hook."""
+
+
+# --- per-entity state -----------------------------------------------------------------------
+
+
+@dataclass
+class _Request:
+    kind: str  # step | wait | hook | dispose
+    correlation_id: str
+    name: str = ""  # step name or hook token
+    input: bytes = b""
+    max_retries: int = 0
+    resume_at: datetime | None = None
+    metadata: bytes | None = None
+    future: asyncio.Future[Any] | None = None
+    created: bool = False
+    attempts: int = 0
+    retry_after: datetime | None = None
+    done: bool = False
+    # hooks: payloads received but not yet awaited, and awaiting futures
+    payloads: collections.deque[Any] = field(default_factory=collections.deque)
+    getters: collections.deque[asyncio.Future[Any]] = field(default_factory=collections.deque)
+    awaited: bool = False
+
+
+_CURRENT: contextvars.ContextVar[Engine] = contextvars.ContextVar("wfctl_engine")
+
+
+def current() -> Engine:
+    """The engine running the calling workflow code; RuntimeError outside a workflow."""
+    try:
+        return _CURRENT.get()
+    except LookupError:
+        raise RuntimeError("not inside a wfctl workflow") from None
+
+
+def in_workflow() -> bool:
+    return _CURRENT.get(None) is not None
+
+
+def correlation_ulid(run_id: str, counter: int) -> str:
+    """Deterministic per run: the run id's timestamp, random part = hash(run id) + counter."""
+    body = run_id.partition("_")[2]
+    millis = ULID.from_str(body).milliseconds if len(body) == 26 else 0
+    seed = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:10], "big") >> 1
+    rand = (seed + counter) % (1 << 80)
+    return str(ULID.from_int((millis << 80) | rand))
+
+
+class Engine:
+    """One run's workflow, replayed and advanced by feeding events."""
+
+    def __init__(
+        self,
+        run_id: str,
+        workflow: Callable[..., Coroutine[Any, Any, Any]],
+        args: list[Any],
+    ) -> None:
+        self.run_id = run_id
+        self._workflow = workflow
+        self._args = args
+        self._loop = DeterministicLoop()
+        self._task: asyncio.Task[Any] | None = None
+        self._counter = 0
+        self._by_corr: dict[str, _Request] = {}
+        self._order: list[_Request] = []
+        self._clock: datetime | None = None
+        self._random = _random.Random(hashlib.sha256(run_id.encode()).digest())
+        self._diverged: Diverged | None = None
+        self._terminal: str | None = None
+        self.fed = 0
+        self.last_event_id: str | None = None
+
+    # -- the workflow-side API (called from workflow code through wfctl.runtime.api) --
+
+    def now(self) -> datetime:
+        return self._clock or datetime.now(UTC)
+
+    def random(self) -> float:
+        return self._random.random()
+
+    def _next_corr(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}_{correlation_ulid(self.run_id, self._counter)}"
+
+    def _register(self, req: _Request) -> _Request:
+        self._by_corr[req.correlation_id] = req
+        self._order.append(req)
+        return req
+
+    def call_step(self, name: str, input_bytes: bytes, max_retries: int) -> asyncio.Future[Any]:
+        corr = self._next_corr("step")
+        fut = self._loop.create_future()
+        self._register(_Request("step", corr, name, input_bytes, max_retries, future=fut))
+        return fut
+
+    def sleep_until(self, resume_at: datetime) -> asyncio.Future[Any]:
+        corr = self._next_corr("wait")
+        fut = self._loop.create_future()
+        resume_at = resume_at.astimezone(UTC)
+        # The world stores milliseconds (a JS Date); keep the same precision on both paths.
+        resume_at = resume_at.replace(microsecond=resume_at.microsecond // 1000 * 1000)
+        self._register(_Request("wait", corr, resume_at=resume_at, future=fut))
+        return fut
+
+    def create_hook(self, token: str | None, metadata: bytes | None) -> str:
+        corr = self._next_corr("hook")
+        if token is None:
+            token = "wfh_" + correlation_ulid(self.run_id, self._counter).lower()
+        self._register(_Request("hook", corr, token, metadata=metadata))
+        return corr
+
+    def hook_token(self, corr: str) -> str:
+        return self._by_corr[corr].name
+
+    def next_payload(self, corr: str) -> asyncio.Future[Any]:
+        req = self._by_corr[corr]
+        req.awaited = True
+        fut = self._loop.create_future()
+        if req.payloads:
+            item = req.payloads.popleft()
+            if isinstance(item, BaseException):
+                fut.set_exception(item)
+            else:
+                fut.set_result(item)
+        else:
+            req.getters.append(fut)
+        return fut
+
+    def dispose_hook(self, corr: str) -> None:
+        hook = self._by_corr[corr]
+        req = _Request("dispose", corr, hook.name)
+        # A disposal has no correlation id of its own: key it by hook id + "#dispose".
+        self._by_corr[corr + "#dispose"] = req
+        self._order.append(req)
+
+    # -- driving ------------------------------------------------------------------------
+
+    def _ensure_started(self) -> None:
+        if self._task is None:
+            ctx = contextvars.copy_context()
+            ctx.run(_CURRENT.set, self)
+            self._task = self._loop.create_task(self._workflow(*self._args), context=ctx)
+
+    def feed_all(self, events: list[Event]) -> Outcome:
+        for event in events:
+            self.feed(event)
+        return self.outcome()
+
+    def feed(self, event: Event) -> None:
+        """Apply one event of the log (in log order) and run the workflow until blocked."""
+        if self._diverged is not None or self._terminal is not None:
+            if event.type in ("run_completed", "run_failed", "run_cancelled"):
+                self._terminal = event.type
+            return
+        self.fed += 1
+        self.last_event_id = event.id
+        if self._clock is None or event.created_at > self._clock:
+            self._clock = event.created_at
+        handler = getattr(self, "_on_" + event.type, None)
+        if handler is not None:
+            handler(event)
+        self._run()
+
+    def _run(self) -> None:
+        if self._diverged is not None or self._terminal is not None:
+            return
+        self._ensure_started()
+        self._loop.run_until_blocked()
+
+    def _diverge(self, event: Event | None, message: str) -> None:
+        if self._diverged is None:
+            where = f"event {event.id} ({event.type} {event.correlation_id})" if event else ""
+            self._diverged = Diverged(event.id if event else None, f"{message} {where}".strip())
+
+    def _req(self, event: Event, kind: str) -> _Request | None:
+        key = event.correlation_id or ""
+        req = self._by_corr.get(key)
+        if req is None:
+            self._diverge(event, f"the log has a {kind} the workflow code did not ask for:")
+            return None
+        if req.kind != kind:
+            self._diverge(event, f"the code asked for a {req.kind} where the log recorded:")
+            return None
+        return req
+
+    # -- event handlers (log order) ------------------------------------------------------
+
+    def _on_run_created(self, event: Event) -> None:
+        pass
+
+    def _on_run_started(self, event: Event) -> None:
+        pass
+
+    def _on_run_completed(self, event: Event) -> None:
+        self._terminal = event.type
+
+    _on_run_failed = _on_run_completed
+    _on_run_cancelled = _on_run_completed
+
+    def _on_step_created(self, event: Event) -> None:
+        req = self._req(event, "step")
+        if req is None:
+            return
+        name = (event.data or {}).get("stepName")
+        if name != req.name:
+            self._diverge(event, f"the code asked for step {req.name!r} where the log recorded:")
+            return
+        req.created = True
+
+    def _on_step_started(self, event: Event) -> None:
+        req = self._req(event, "step")
+        if req is not None:
+            req.created = True  # a lazy start carries the creation in the same transaction
+            req.attempts += 1
+            req.retry_after = None
+
+    def _on_step_retrying(self, event: Event) -> None:
+        req = self._req(event, "step")
+        if req is not None:
+            when = (event.data or {}).get("retryAfter")
+            req.retry_after = when if isinstance(when, datetime) else None
+
+    def _on_step_completed(self, event: Event) -> None:
+        req = self._req(event, "step")
+        if req is None or req.future is None:
+            return
+        if req.done:
+            self._diverge(event, "a second terminal event for one step:")
+            return
+        req.done = True
+        try:
+            value = serde.loads((event.data or {}).get("result"))
+        except ValueError as exc:
+            req.future.set_exception(exc)
+            return
+        req.future.set_result(value)
+
+    def _on_step_failed(self, event: Event) -> None:
+        req = self._req(event, "step")
+        if req is None or req.future is None:
+            return
+        if req.done:
+            self._diverge(event, "a second terminal event for one step:")
+            return
+        req.done = True
+        try:
+            error = serde.loads((event.data or {}).get("error"))
+        except ValueError:
+            error = {"message": "undecodable error payload"}
+        req.future.set_exception(StepFailedError(req.name, error))
+
+    def _on_wait_created(self, event: Event) -> None:
+        req = self._req(event, "wait")
+        if req is None:
+            return
+        recorded = (event.data or {}).get("resumeAt")
+        if isinstance(recorded, datetime) and req.resume_at is not None:
+            delta = abs((recorded.astimezone(UTC) - req.resume_at).total_seconds())
+            if delta > 0.001:
+                self._diverge(
+                    event, f"the code sleeps until {req.resume_at.isoformat()} where the log has:"
+                )
+                return
+        req.created = True
+
+    def _on_wait_completed(self, event: Event) -> None:
+        req = self._req(event, "wait")
+        if req is None or req.future is None:
+            return
+        if req.done:
+            self._diverge(event, "a second wait_completed for one wait:")
+            return
+        req.done = True
+        req.future.set_result(None)
+
+    def _on_hook_created(self, event: Event) -> None:
+        req = self._req(event, "hook")
+        if req is None:
+            return
+        if (event.data or {}).get("token") != req.name:
+            self._diverge(event, f"the code created hook token {req.name!r} where the log has:")
+            return
+        req.created = True
+
+    def _deliver(self, req: _Request, item: Any) -> None:
+        if req.getters:
+            fut = req.getters.popleft()
+            if isinstance(item, BaseException):
+                fut.set_exception(item)
+            else:
+                fut.set_result(item)
+        else:
+            req.payloads.append(item)
+
+    def _on_hook_received(self, event: Event) -> None:
+        req = self._req(event, "hook")
+        if req is None:
+            return
+        try:
+            value = serde.loads((event.data or {}).get("payload"))
+        except ValueError as exc:
+            value = exc
+        self._deliver(req, value)
+
+    def _on_hook_conflict(self, event: Event) -> None:
+        req = self._req(event, "hook")
+        if req is None:
+            return
+        req.created = True
+        req.done = True
+        other = (event.data or {}).get("conflictingRunId")
+        self._deliver(req, HookConflictError(f"hook token {req.name!r} is used by run {other}"))
+
+    def _on_hook_disposed(self, event: Event) -> None:
+        req = self._by_corr.get((event.correlation_id or "") + "#dispose")
+        if req is None:
+            self._diverge(event, "the log disposes a hook the code did not dispose:")
+            return
+        req.done = True
+        hook = self._by_corr.get(event.correlation_id or "")
+        if hook is not None:
+            hook.done = True
+
+    # -- where the run stands --------------------------------------------------------------
+
+    def outcome(self) -> Outcome:
+        """Where the run stands after the events fed so far (runs the workflow first)."""
+        self._run()
+        if self._terminal is not None:
+            return Finished(self._terminal.removeprefix("run_"))
+        if self._diverged is not None:
+            return self._diverged
+        assert self._task is not None
+        if self._task.done():
+            exc = self._task.exception()
+            if exc is None:
+                try:
+                    return Completed(serde.dumps(self._task.result(), "the workflow's result"))
+                except serde.SerializationError as ser:
+                    return Failed(serde.error_bytes(ser), "SERIALIZATION_ERROR", str(ser))
+            code = (
+                "SERIALIZATION_ERROR"
+                if isinstance(exc, serde.SerializationError)
+                else ("USER_ERROR")
+            )
+            return Failed(serde.error_bytes(exc), code, f"{type(exc).__name__}: {exc}")
+        commands: list[Command] = []
+        for req in self._order:
+            if req.done:
+                continue
+            if req.kind == "step":
+                commands.append(
+                    StartStep(
+                        req.correlation_id,
+                        req.name,
+                        req.input,
+                        not req.created,
+                        req.attempts,
+                        req.retry_after,
+                        req.max_retries,
+                    )
+                )
+            elif req.kind == "wait":
+                assert req.resume_at is not None
+                cls = AwaitWait if req.created else CreateWait
+                commands.append(cls(req.correlation_id, req.resume_at))
+            elif req.kind == "hook":
+                if not req.created:
+                    commands.append(CreateHook(req.correlation_id, req.name, req.metadata))
+                elif req.getters:
+                    commands.append(AwaitHook(req.correlation_id, req.name))
+            elif req.kind == "dispose":
+                commands.append(DisposeHook(req.correlation_id, req.name))
+        return Pending(tuple(commands))
+
+    def close(self) -> None:
+        """Drop the coroutine (a finished or abandoned run)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            self._loop.run_until_blocked()

@@ -1,0 +1,400 @@
+"""Drive runs in-process: the engine decides, the store writes, steps execute here.
+
+One `Executor` drives one run at a time on one connection. It replays the log once when it
+picks a run up, then keeps the workflow coroutine alive: each step's completion is fed to the
+same engine, never by replaying the log again, so per-step cost does not grow with the number
+of steps done.
+
+Transactions per sequential step: ONE. A step's completion is sent (round trip 1) and fed to
+the engine inside the still-open transaction; the workflow advances to its next step, whose
+creation and start are sent with the COMMIT (round trip 2). The completion is durable before
+the next step's code runs; nothing is ever committed in part (see store.py).
+
+A session advisory lock makes one process the driver of a run at a time. Transactions that
+find an event they have not seen (a hook payload, a cancellation) abort; the executor feeds
+what it missed and rebuilds the transaction, so the live order equals the replay order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from wfctl.runtime import engine as eng
+from wfctl.runtime import serde
+from wfctl.runtime.api import FatalError, RetryableError, WorkflowDef, Workflows
+from wfctl.runtime.store import (
+    TERMINAL,
+    AlreadyExists,
+    Created,
+    GuardError,
+    PositionTaken,
+    Store,
+    Tx,
+)
+from wfctl.world import ids
+
+POLL_SECONDS = 0.2
+MAX_REBUILDS = 50
+
+
+@dataclass
+class Done:
+    """Where a drive left the run."""
+
+    run_id: str
+    status: str  # completed | failed | cancelled | running | pending | busy
+    output: Any = None
+    error: str | None = None
+    error_code: str | None = None
+
+
+@dataclass
+class _Result:
+    cmd: eng.StartStep
+    attempt: int
+    value: bytes | None = None
+    exc: BaseException | None = None
+    finished: int = 0
+
+
+class Unseen(Exception):
+    """The run holds events this executor has not fed yet."""
+
+
+# The default connection for the authoring API's `start()` / `RunHandle.result()`.
+_connect: Callable[[], psycopg.Connection[Any]] | None = None
+
+
+def configure(connect: Callable[[], psycopg.Connection[Any]]) -> None:
+    """Set how `start()` and `RunHandle.result()` connect (the CLI and tests call this)."""
+    global _connect
+    _connect = connect
+
+
+def _default_connection(registry: Workflows | None = None) -> psycopg.Connection[Any]:
+    if _connect is not None:
+        return _connect()
+    from wfctl.db import Target, connect
+    from wfctl.dsn import resolve_dsn
+
+    target = Target(resolve_dsn(registry.dsn if registry else None))
+    return connect(target, autocommit=True)
+
+
+def create(
+    workflow: WorkflowDef,
+    args: list[Any],
+    *,
+    run_id: str | None = None,
+    idempotency_key: str | None = None,
+    conn: psycopg.Connection[Any] | None = None,
+) -> Created:
+    """Start a run: one transaction (run row, slot marker, run_created)."""
+    own = conn is None
+    conn = conn or _default_connection(workflow.registry)
+    try:
+        store = Store(conn)
+        run_id = run_id or ids.prefixed("wrun")
+        existing = store.read_run(run_id)
+        if existing is not None:
+            if existing.name != workflow.name:
+                raise ValueError(f"run {run_id} exists and belongs to workflow {existing.name}")
+            return Created(run_id, existing.status, existing=True)
+        return store.create_run(
+            run_id, workflow.name, workflow.encode_input(args), idempotency_key=idempotency_key
+        )
+    finally:
+        if own:
+            conn.close()
+
+
+def drive_to_end(registry: Workflows, run_id: str, timeout: float | None = None) -> Done:
+    """Drive a run until it ends (sleeping through durable sleeps); for `RunHandle.result`."""
+    conn = _default_connection(registry)
+    try:
+        return Executor(registry, Store(conn)).drive(run_id, wait=True, timeout=timeout)
+    finally:
+        conn.close()
+
+
+class Executor:
+    """Drives runs of the workflows in `registry` on one store."""
+
+    def __init__(
+        self,
+        registry: Workflows,
+        store: Store,
+        *,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.log = log or (lambda _m: None)
+        self._pool: ThreadPoolExecutor | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+        if self._aloop is not None:
+            self._aloop.close()
+
+    # -- driving ------------------------------------------------------------------------
+
+    def drive(self, run_id: str, *, wait: bool = False, timeout: float | None = None) -> Done:
+        """Advance the run as far as possible (to its end with `wait`)."""
+        if not self.store.try_lock_run(run_id):
+            return Done(run_id, "busy", error="another process is driving this run")
+        try:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            for _ in range(MAX_REBUILDS):
+                try:
+                    return self._drive(run_id, wait, deadline)
+                except (Unseen, PositionTaken, GuardError, AlreadyExists) as exc:
+                    # Someone else wrote to the run: start over from the log.
+                    self.log(f"{run_id}: {type(exc).__name__}: {exc}; replaying")
+            raise RuntimeError(f"run {run_id}: gave up after {MAX_REBUILDS} conflicting writes")
+        finally:
+            self.store.unlock_run(run_id)
+
+    def _finished(self, run_id: str) -> Done:
+        row = self.store.read_run(run_id)
+        assert row is not None
+        output = serde.loads(row.output) if row.status == "completed" else None
+        error = None
+        if row.error is not None:
+            value = serde.loads(row.error)
+            error = value.get("message") if isinstance(value, dict) else str(value)
+        return Done(run_id, row.status, output, error, row.error_code)
+
+    def _drive(self, run_id: str, wait: bool, deadline: float | None) -> Done:
+        row = self.store.read_run(run_id)
+        if row is None:
+            raise LookupError(f"no run {run_id}")
+        if row.status in TERMINAL:
+            return self._finished(run_id)
+        wdef = self.registry.by_name(row.name)
+        if wdef is None:
+            raise LookupError(f"run {run_id} is workflow {row.name}, not in this registry")
+        args = serde.loads(row.input) or []
+        engine = eng.Engine(run_id, wdef.fn, list(args))
+        try:
+            return self._loop(engine, row.status, wait, deadline)
+        finally:
+            engine.close()
+
+    def _loop(self, engine: eng.Engine, status: str, wait: bool, deadline: float | None) -> Done:
+        run_id = engine.run_id
+        events = self.store.read_events(run_id)
+        engine.feed_all(events)
+        floor = events[-1].id if events else None
+        started = status != "pending"
+        results: list[_Result] = []
+        tx: Tx | None = None
+        while True:
+            outcome = engine.outcome()
+            if tx is None:
+                tx = self.store.tx(run_id, floor)
+            if not started:
+                tx.run_started()
+                started = True
+            if results:
+                # Completions first (round trip 1), fed inside the open transaction.
+                for res in results:
+                    self._queue_result(tx, res)
+                results = []
+                floor = self._flush(tx, engine)
+                continue
+            if isinstance(outcome, eng.Finished):
+                tx.rollback()
+                return self._finished(run_id)
+            if isinstance(outcome, eng.Completed | eng.Failed | eng.Diverged):
+                self._queue_terminal(tx, outcome)
+                floor = self._flush(tx, engine, commit=True)
+                return self._finished(run_id)
+            to_run, resolving, next_due = self._queue_commands(tx, outcome.commands)
+            if resolving:  # due waits completed: feed and look again before committing
+                floor = self._flush(tx, engine)
+                continue
+            if not tx.empty or tx.written:
+                floor = self._flush(tx, engine, commit=True)
+            else:
+                tx.rollback()
+            tx = None
+            if to_run:
+                results = self._execute(to_run)
+                continue
+            # Blocked on a wait, a hook or a retry delay.
+            if not wait:
+                return Done(run_id, "running")
+            if deadline is not None and time.monotonic() >= deadline:
+                return Done(run_id, "running", error="timed out waiting")
+            pause = POLL_SECONDS
+            if next_due is not None:
+                pause = max(0.0, min(pause, (next_due - datetime.now(UTC)).total_seconds()))
+            if deadline is not None:
+                pause = min(pause, max(0.0, deadline - time.monotonic()))
+            time.sleep(pause)
+            fresh = self.store.read_events(run_id, after=floor)
+            for event in fresh:
+                engine.feed(event)
+                floor = event.id
+
+    def _flush(self, tx: Tx, engine: eng.Engine, *, commit: bool = False) -> str | None:
+        try:
+            written = tx.flush(commit=commit)
+        except GuardError as exc:
+            if "unseen event" in str(exc):
+                raise Unseen(str(exc)) from None
+            raise
+        for event in written:
+            engine.feed(event)
+        return tx.floor
+
+    def _queue_terminal(self, tx: Tx, outcome: eng.Completed | eng.Failed | eng.Diverged) -> None:
+        if isinstance(outcome, eng.Completed):
+            tx.complete_run(outcome.output)
+        elif isinstance(outcome, eng.Failed):
+            tx.fail_run(outcome.error, outcome.code)
+        else:
+            value = {"name": "ReplayDivergenceError", "message": outcome.message}
+            if outcome.event_id:
+                value["eventId"] = outcome.event_id
+            tx.fail_run(serde.dumps(value, "an error"), outcome.code)
+
+    def _queue_commands(
+        self, tx: Tx, commands: tuple[eng.Command, ...]
+    ) -> tuple[list[tuple[eng.StartStep, int]], bool, datetime | None]:
+        now = datetime.now(UTC)
+        to_run: list[tuple[eng.StartStep, int]] = []
+        resolving = False
+        next_due: datetime | None = None
+        for cmd in commands:
+            if isinstance(cmd, eng.StartStep):
+                if cmd.new:
+                    tx.start_new_step(cmd.correlation_id, cmd.step_name, cmd.input)
+                    to_run.append((cmd, 1))
+                elif cmd.retry_after is not None and cmd.retry_after > now:
+                    next_due = _earliest(next_due, cmd.retry_after)
+                elif cmd.attempts > cmd.max_retries:
+                    # Found unfinished after its last allowed attempt (a crash mid-step).
+                    error = serde.dumps(
+                        {
+                            "name": "MaxRetriesExceeded",
+                            "message": f"step {cmd.step_name} did not finish after "
+                            f"{cmd.attempts} attempt(s)",
+                        },
+                        "an error",
+                    )
+                    tx.fail_step(cmd.correlation_id, cmd.step_name, error)
+                    resolving = True
+                else:
+                    tx.restart_step(cmd.correlation_id, cmd.step_name, cmd.attempts + 1)
+                    to_run.append((cmd, cmd.attempts + 1))
+            elif isinstance(cmd, eng.CreateWait):
+                tx.create_wait(cmd.correlation_id, cmd.resume_at)
+                next_due = _earliest(next_due, cmd.resume_at)
+            elif isinstance(cmd, eng.AwaitWait):
+                if cmd.resume_at <= now:
+                    tx.complete_wait(cmd.correlation_id, cmd.resume_at)
+                    resolving = True
+                else:
+                    next_due = _earliest(next_due, cmd.resume_at)
+            elif isinstance(cmd, eng.CreateHook):
+                tx.create_hook(cmd.correlation_id, cmd.token, cmd.metadata)
+            elif isinstance(cmd, eng.DisposeHook):
+                tx.dispose_hook(cmd.correlation_id, cmd.token)
+            # AwaitHook: nothing to write; a hook_received arrives from outside.
+        return to_run, resolving, next_due
+
+    def _queue_result(self, tx: Tx, res: _Result) -> None:
+        cmd = res.cmd
+        if res.exc is None:
+            assert res.value is not None
+            tx.complete_step(cmd.correlation_id, cmd.step_name, res.value)
+            return
+        error = serde.error_bytes(res.exc)
+        fatal = isinstance(res.exc, FatalError | serde.SerializationError)
+        if fatal or res.attempt > cmd.max_retries:
+            tx.fail_step(cmd.correlation_id, cmd.step_name, error)
+            return
+        retry_after: datetime | None = None
+        if isinstance(res.exc, RetryableError) and res.exc.retry_after is not None:
+            ra = res.exc.retry_after
+            if isinstance(ra, datetime):
+                retry_after = ra if ra.tzinfo else ra.replace(tzinfo=UTC)
+            else:
+                delta = ra if isinstance(ra, timedelta) else timedelta(seconds=float(ra))
+                retry_after = datetime.now(UTC) + delta
+        tx.retry_step(cmd.correlation_id, cmd.step_name, error, retry_after)
+
+    # -- step execution -------------------------------------------------------------------
+
+    def _execute(self, to_run: list[tuple[eng.StartStep, int]]) -> list[_Result]:
+        """Run the started steps (concurrently when several); results in finish order."""
+        if len(to_run) == 1:
+            cmd, attempt = to_run[0]
+            step = self.registry.steps.get(cmd.step_name)
+            if step is not None and not step.is_async:
+                return [self._run_sync(cmd, attempt)]
+        loop = self._aloop or asyncio.new_event_loop()
+        self._aloop = loop
+
+        async def run_all() -> list[_Result]:
+            return list(
+                await asyncio.gather(*(self._run_async(cmd, attempt) for cmd, attempt in to_run))
+            )
+
+        results = loop.run_until_complete(run_all())
+        return sorted(results, key=lambda r: r.finished)
+
+    def _step_args(self, cmd: eng.StartStep) -> list[Any]:
+        args = serde.loads(cmd.input)
+        return list(args) if isinstance(args, list) else [args]
+
+    def _run_sync(self, cmd: eng.StartStep, attempt: int) -> _Result:
+        res = _Result(cmd, attempt)
+        step = self.registry.steps.get(cmd.step_name)
+        try:
+            if step is None:
+                raise FatalError(f"step {cmd.step_name} is not registered in this process")
+            value = step.invoke(self._step_args(cmd))
+            if inspect.isawaitable(value):
+                raise FatalError(f"step {cmd.step_name} returned an awaitable")
+            res.value = serde.dumps(value, f"the result of step {cmd.step_name}")
+        except Exception as exc:
+            res.exc = exc
+        res.finished = time.monotonic_ns()
+        return res
+
+    async def _run_async(self, cmd: eng.StartStep, attempt: int) -> _Result:
+        res = _Result(cmd, attempt)
+        step = self.registry.steps.get(cmd.step_name)
+        try:
+            if step is None:
+                raise FatalError(f"step {cmd.step_name} is not registered in this process")
+            if step.is_async:
+                value = await step.invoke(self._step_args(cmd))
+            else:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="wfctl-step")
+                loop = asyncio.get_running_loop()
+                value = await loop.run_in_executor(self._pool, step.invoke, self._step_args(cmd))
+            res.value = serde.dumps(value, f"the result of step {cmd.step_name}")
+        except Exception as exc:
+            res.exc = exc
+        res.finished = time.monotonic_ns()
+        return res
+
+
+def _earliest(a: datetime | None, b: datetime) -> datetime:
+    return b if a is None or b < a else a

@@ -1,0 +1,160 @@
+"""Values crossing the durable boundary: the `devl` payload format (reference §7.1).
+
+A payload is `b"devl"` + the UTF-8 text of `devalue.stringify(value)`, the format the
+Workflow DevKit writes for its own values, so the DevKit's tools (and `wfctl runs show`)
+can display Python runs. devalue's text is JSON with a twist: the top level is an array of
+values and every object or array refers to its members by index (`{"a": 1}` is
+`[{"a":1},1]`, `[1, 2]` is `[[1,2],1,2]`); `-1` is undefined; `["Date", iso]` a Date and
+`["BigInt", "123"]` a BigInt. We write exactly that subset (checked against the devalue
+package the DevKit installs, tests/runtime/test_serde.py) and read it back, so a value
+round-trips as JSON-like Python data: dict (str keys), list/tuple, str, int, float, bool,
+None, and `datetime` (aware; naive values are taken as UTC).
+
+Anything else raises `SerializationError` naming the value's type and where it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import traceback
+from datetime import UTC, datetime
+from typing import Any
+
+PREFIX = b"devl"
+_MAX_SAFE = 2**53 - 1
+_UNDEFINED, _HOLE, _NAN, _POS_INF, _NEG_INF, _NEG_ZERO = -1, -2, -3, -4, -5, -6
+
+
+class SerializationError(TypeError):
+    """A value that cannot cross the durable boundary (inputs, outputs, errors, payloads)."""
+
+    def __init__(self, type_name: str, where: str, path: str = "") -> None:
+        at = f" at {path}" if path else ""
+        super().__init__(
+            f"cannot serialise a value of type {type_name}{at} in {where}: "
+            "only dict (str keys), list, tuple, str, int, float, bool, None and datetime "
+            "cross the durable boundary"
+        )
+        self.type_name = type_name
+        self.where = where
+        self.path = path
+
+
+def stringify(value: Any, where: str = "a value") -> str:
+    """devalue.stringify for JSON-like Python values."""
+    values: list[str] = []
+
+    def flatten(v: Any, path: str) -> int:
+        if isinstance(v, float):
+            if math.isnan(v):
+                return _NAN
+            if math.isinf(v):
+                return _POS_INF if v > 0 else _NEG_INF
+            if v == 0 and math.copysign(1.0, v) < 0:
+                return _NEG_ZERO
+        index = len(values)
+        values.append("")
+        if v is None:
+            text = "null"
+        elif isinstance(v, bool):
+            text = "true" if v else "false"
+        elif isinstance(v, int):
+            text = str(v) if abs(v) <= _MAX_SAFE else f'["BigInt","{v}"]'
+        elif isinstance(v, float | str):
+            text = json.dumps(v)
+        elif isinstance(v, datetime):
+            when = v if v.tzinfo else v.replace(tzinfo=UTC)
+            iso = when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            text = f'["Date",{json.dumps(iso)}]'
+        elif isinstance(v, list | tuple):
+            text = "[" + ",".join(str(flatten(x, f"{path}[{i}]")) for i, x in enumerate(v)) + "]"
+        elif isinstance(v, dict):
+            parts = []
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise SerializationError(f"dict key {type(k).__name__}", where, path)
+                parts.append(f"{json.dumps(k)}:{flatten(x, f'{path}.{k}')}")
+            text = "{" + ",".join(parts) + "}"
+        else:
+            raise SerializationError(type(v).__qualname__, where, path or "the value itself")
+        values[index] = text
+        return index
+
+    root = flatten(value, "")
+    if root < 0:
+        return str(root)
+    return "[" + ",".join(values) + "]"
+
+
+def parse(text: str) -> Any:
+    """devalue.parse for the subset above (other tagged types come back as {"$type": ...})."""
+    data = json.loads(text)
+    if isinstance(data, int):
+        return _special(data)
+    if not isinstance(data, list) or not data:
+        raise ValueError("not a devalue text")
+
+    def hydrate(index: int) -> Any:
+        if index < 0:
+            return _special(index)
+        v = data[index]
+        if isinstance(v, list):
+            if v and isinstance(v[0], str):
+                tag = v[0]
+                if tag == "Date":
+                    return datetime.fromisoformat(str(v[1]).replace("Z", "+00:00"))
+                if tag == "BigInt":
+                    return int(v[1])
+                if tag == "Set":
+                    return [hydrate(i) for i in v[1:]]
+                if tag == "Map":
+                    return {str(hydrate(v[i])): hydrate(v[i + 1]) for i in range(1, len(v), 2)}
+                return {"$type": tag, "value": v[1:]}
+            return [hydrate(i) for i in v]
+        if isinstance(v, dict):
+            return {k: hydrate(i) for k, i in v.items()}
+        return v
+
+    return hydrate(0)
+
+
+def _special(code: int) -> Any:
+    return {
+        _UNDEFINED: None,
+        _HOLE: None,
+        _NAN: math.nan,
+        _POS_INF: math.inf,
+        _NEG_INF: -math.inf,
+        _NEG_ZERO: -0.0,
+    }[code]
+
+
+def dumps(value: Any, where: str = "a value") -> bytes:
+    """The payload bytes: `devl` + devalue text."""
+    return PREFIX + stringify(value, where).encode("utf-8")
+
+
+def loads(data: bytes | None) -> Any:
+    """Inverse of `dumps`; legacy unprefixed JSON is accepted too."""
+    if data is None:
+        return None
+    raw = bytes(data)
+    if raw[:4] == PREFIX:
+        return parse(raw[4:].decode("utf-8"))
+    if raw[:4] in (b"gzip", b"zstd", b"encr", b"encp"):
+        raise ValueError(f"payload format {raw[:4].decode()} is not supported by wfctl's runtime")
+    return json.loads(raw.decode("utf-8"))
+
+
+def error_value(exc: BaseException) -> dict[str, Any]:
+    """An exception as a durable value: {name, message, stack}."""
+    return {
+        "name": type(exc).__name__,
+        "message": str(exc),
+        "stack": "".join(traceback.format_exception(exc)).rstrip(),
+    }
+
+
+def error_bytes(exc: BaseException) -> bytes:
+    return dumps(error_value(exc), "an error")

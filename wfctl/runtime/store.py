@@ -1,0 +1,554 @@
+"""The runtime's store: every state transition is ONE transaction.
+
+Each transition writes its entity row change and its event together, through the shared
+`EventWriter` (the same one repairs use), behind the status guards of reference §3.4:
+
+| transition | statements (one transaction) |
+| --- | --- |
+| run creation | run row, slot marker (slot era), run_created at slot 1 (or a wevt_ id) |
+| first pickup | guard, run row pending -> running, run_started |
+| step start | guard, step row (running, attempt 1), step_created + step_started |
+| step restart | guard, step row running/attempt+1, step_started |
+| step completion / failure / retry | guard, step row, step_completed / _failed / _retrying |
+| wait creation / completion | guard, wait row, wait_created / wait_completed |
+| hook creation / disposal | guard, hook row insert / delete, hook_created / hook_disposed |
+| run end | guard, run row, delete waits and hooks, run_completed / run_failed |
+
+Several transitions may share one transaction (a step's completion and the next step's start
+commit together: one commit per sequential step). A `Tx` sends its statements in pipeline
+mode: `flush()` is one round trip, `commit()` another (or the same, `flush(commit=True)`).
+Guards raise inside the server (messages starting `wfctl guard`), so a pipelined transaction
+that violates one aborts whole instead of committing half.
+
+External writers (`cancel`, `resume_hook`) lock the run row FOR UPDATE; the runtime's
+transactions lock it FOR KEY SHARE, so the two serialise and a run's event ids follow commit
+order in both eras.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg.rows import dict_row
+
+from wfctl import sql
+from wfctl.runtime.engine import Event
+from wfctl.world import codec, ids
+from wfctl.world.writer import (
+    GUARD_PREFIX,
+    AlreadyExists,
+    EventWriter,
+    NewEvent,
+    PendingBatch,
+    PositionTaken,
+    classify,
+)
+
+SPEC_VERSION = 5  # what beta.29 writes and reads (reference §3.7); see docs/runtime.md
+DEPLOYMENT_ID = "wfctl"
+IDEMPOTENCY_ATTRIBUTE = "wfctl.idempotencyKey"
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+class GuardError(Exception):
+    """A status guard refused the transition (e.g. the run was cancelled meanwhile)."""
+
+
+class HookTokenTaken(Exception):
+    """Another hook holds the token (the transition is aborted; record a hook_conflict)."""
+
+
+@dataclass
+class RunRow:
+    id: str
+    status: str
+    name: str
+    deployment_id: str
+    spec_version: str | None
+    input: bytes | None
+    output: bytes | None
+    error: bytes | None
+    error_code: str | None
+    attributes: dict[str, Any]
+    created_at: datetime
+    completed_at: datetime | None
+
+
+@dataclass
+class Created:
+    run_id: str
+    status: str
+    existing: bool = False
+
+
+def _utc_naive(when: datetime) -> datetime:
+    """A JS-written timestamp column value: UTC wall time, no zone (reference §1.8)."""
+    if when.tzinfo is None:
+        return when
+    return when.astimezone(UTC).replace(tzinfo=None)
+
+
+class Store:
+    """All SQL of the runtime, on one autocommit connection (transactions are explicit)."""
+
+    def __init__(self, conn: psycopg.Connection[Any], *, slots: bool | None = None) -> None:
+        self.conn = conn
+        if slots is None:
+            row = conn.execute(
+                "SELECT to_regclass('workflow.workflow_event_slots') IS NOT NULL"
+            ).fetchone()
+            slots = bool(row and row[0])
+        self.slots = slots
+        self.writer = EventWriter(slots=slots)
+        tz_row = conn.execute("SELECT current_setting('TimeZone')").fetchone()
+        try:
+            self.tz: Any = ZoneInfo(str(tz_row[0])) if tz_row else UTC
+        except Exception:  # e.g. 'localtime': treat the DB clock as UTC
+            self.tz = UTC
+        self._schemes: dict[str, str] = {}
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def aware(self, when: datetime) -> datetime:
+        """A DB-default `created_at` (session wall clock) as an aware UTC datetime."""
+        if when.tzinfo is not None:
+            return when.astimezone(UTC)
+        return when.replace(tzinfo=self.tz).astimezone(UTC)
+
+    def scheme(self, run_id: str) -> str:
+        """`slot` or `legacy` for a run (cached: a run keeps its scheme for life)."""
+        cached = self._schemes.get(run_id)
+        if cached is None:
+            cached = self.writer.scheme(self.conn, run_id, lock=False)
+            self._schemes[run_id] = cached
+        return cached
+
+    @contextmanager
+    def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        self.conn.execute("BEGIN")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    # -- run creation -----------------------------------------------------------------------
+
+    def create_run(
+        self,
+        run_id: str,
+        name: str,
+        input_bytes: bytes,
+        *,
+        idempotency_key: str | None = None,
+        deployment_id: str = DEPLOYMENT_ID,
+    ) -> Created:
+        """Run row + slot marker (slot era) + run_created at its first position: one tx."""
+        attributes = {IDEMPOTENCY_ATTRIBUTE: idempotency_key} if idempotency_key else {}
+        event_data: dict[str, Any] = {
+            "deploymentId": deployment_id,
+            "workflowName": name,
+            "input": input_bytes,
+            "executionContext": {"workflowCoreVersion": "wfctl"},
+        }
+        if attributes:
+            event_data["attributes"] = attributes
+        with self._transaction() as conn:
+            if idempotency_key:
+                conn.execute(sql.load("runtime/idempotency_lock"), {"key": idempotency_key})
+                row = conn.execute(
+                    sql.load("runtime/find_idempotent_run"), {"key": idempotency_key}
+                ).fetchone()
+                if row is not None:
+                    return Created(str(row[0]), str(row[1]), existing=True)
+            conn.execute(
+                sql.load("runtime/insert_run"),
+                {
+                    "run_id": run_id,
+                    "deployment_id": deployment_id,
+                    "name": name,
+                    "input_cbor": codec.encode(input_bytes),
+                    "execution_context_cbor": codec.encode(event_data["executionContext"]),
+                    "spec_version": str(SPEC_VERSION),
+                    "attributes": json.dumps(attributes),
+                },
+            )
+            first = NewEvent("run_created", None, event_data, SPEC_VERSION)
+            if self.slots:
+                conn.execute(sql.load("runtime/insert_marker"), {"run_id": run_id})
+                self.writer.append_batch(
+                    conn, run_id, [first], scheme="slot", first_slot=True
+                ).result()
+                self._schemes[run_id] = "slot"
+            else:
+                self.writer.append_batch(conn, run_id, [first], scheme="legacy").result()
+                self._schemes[run_id] = "legacy"
+        return Created(run_id, "pending")
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def read_run(self, run_id: str) -> RunRow | None:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            r = cur.execute(sql.load("runtime/read_run"), {"run_id": run_id}).fetchone()
+        if r is None:
+            return None
+        return RunRow(
+            id=r["id"],
+            status=r["status"],
+            name=r["name"],
+            deployment_id=r["deployment_id"],
+            spec_version=r["spec_version"],
+            input=codec.decode(r["input_cbor"]),
+            output=codec.decode(r["output_cbor"]),
+            error=codec.decode(r["error_cbor"]),
+            error_code=r["error_code"],
+            attributes=r["attributes"] or {},
+            created_at=self.aware(r["created_at"]),
+            completed_at=r["completed_at"],
+        )
+
+    def read_events(self, run_id: str, after: str | None = None) -> list[Event]:
+        rows = self.conn.execute(
+            sql.load("runtime/read_events"), {"run_id": run_id, "after": after}
+        ).fetchall()
+        return [
+            Event(str(r[0]), str(r[1]), r[2], codec.decode(r[3]), self.aware(r[4])) for r in rows
+        ]
+
+    def try_lock_run(self, run_id: str) -> bool:
+        row = self.conn.execute(sql.load("runtime/run_lock"), {"run_id": run_id}).fetchone()
+        return bool(row and row[0])
+
+    def unlock_run(self, run_id: str) -> None:
+        self.conn.execute(sql.load("runtime/run_unlock"), {"run_id": run_id})
+
+    # -- transitions ------------------------------------------------------------------------
+
+    def tx(self, run_id: str, floor: str | None = None) -> Tx:
+        """A new transaction for transitions of one run; `floor`: newest event id known."""
+        return Tx(self, run_id, self.scheme(run_id), floor)
+
+    # -- external writers -------------------------------------------------------------------
+
+    def cancel(self, run_id: str, reason: str | None) -> str:
+        """run_cancelled: row, waits, hooks and event in one transaction. Returns the status
+        found ('cancelled' when it was already cancelled: nothing is written then)."""
+        with self._transaction() as conn:
+            row = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
+            if row is None:
+                raise LookupError(f"no run {run_id}")
+            status = str(row[1])
+            if status in TERMINAL:
+                return status
+            conn.execute(
+                sql.load("runtime/finish_run"),
+                {
+                    "run_id": run_id,
+                    "status": "cancelled",
+                    "output_cbor": None,
+                    "error_cbor": None,
+                    "error_code": None,
+                },
+            )
+            self._delete_children(conn, run_id)
+            data = {"cancelReason": reason[:512]} if reason else None
+            self.writer.append(conn, run_id, "run_cancelled", None, data, _spec(row[3]))
+        return status
+
+    def resume_hook(self, token: str, payload: bytes) -> tuple[str, str]:
+        """hook_received for the hook holding `token`, in one transaction that locks the run
+        row (as the world does). Returns (run_id, hook_id)."""
+        with self._transaction() as conn:
+            hook = conn.execute(sql.load("runtime/hook_by_token"), {"token": token}).fetchone()
+            if hook is None:
+                raise LookupError(f"no active hook with token {token!r}")
+            hook_id, run_id = str(hook[0]), str(hook[1])
+            run = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
+            if run is None or str(run[1]) in TERMINAL:
+                raise GuardError(f"run {run_id} is {run[1] if run else 'missing'}")
+            self.writer.append(
+                conn,
+                run_id,
+                "hook_received",
+                hook_id,
+                {"token": token, "payload": payload},
+                _spec(run[3]),
+            )
+        return run_id, hook_id
+
+    def _delete_children(self, conn: psycopg.Connection[Any], run_id: str) -> None:
+        conn.execute(sql.load("runtime/delete_run_waits"), {"run_id": run_id})
+        hooks = "runtime/delete_run_hooks_slot" if self.slots else "runtime/delete_run_hooks"
+        conn.execute(sql.load(hooks), {"run_id": run_id})
+
+
+def _spec(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class Tx:
+    """One open runtime transaction for one run; statements are pipelined."""
+
+    store: Store
+    run_id: str
+    scheme: str
+    floor: str | None
+    _ops: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _events: list[NewEvent] = field(default_factory=list)
+    _begun: bool = False
+    _closed: bool = False
+    written: list[Event] = field(default_factory=list)
+
+    # -- queueing transitions --
+
+    def _event(self, type_: str, corr: str | None, data: dict[str, Any] | None) -> None:
+        self._events.append(NewEvent(type_, corr, data, SPEC_VERSION))
+
+    def run_started(self) -> None:
+        self._ops.append(("runtime/run_started", {"run_id": self.run_id}))
+        self._event("run_started", None, None)
+
+    def start_new_step(self, step_id: str, name: str, input_bytes: bytes) -> None:
+        self._ops.append(
+            (
+                "runtime/insert_step",
+                {
+                    "run_id": self.run_id,
+                    "step_id": step_id,
+                    "step_name": name,
+                    "input_cbor": codec.encode(input_bytes),
+                    "spec_version": SPEC_VERSION,
+                },
+            )
+        )
+        self._event("step_created", step_id, {"stepName": name, "input": input_bytes})
+        self._event("step_started", step_id, {"stepName": name, "attempt": 1})
+
+    def restart_step(self, step_id: str, name: str, attempt: int) -> None:
+        self._ops.append(("runtime/restart_step", {"step_id": step_id}))
+        self._event("step_started", step_id, {"stepName": name, "attempt": attempt})
+
+    def complete_step(self, step_id: str, name: str, result: bytes) -> None:
+        self._ops.append(
+            ("runtime/complete_step", {"step_id": step_id, "output_cbor": codec.encode(result)})
+        )
+        self._event("step_completed", step_id, {"stepName": name, "result": result})
+
+    def fail_step(self, step_id: str, name: str, error: bytes) -> None:
+        self._ops.append(
+            ("runtime/fail_step", {"step_id": step_id, "error_cbor": codec.encode(error)})
+        )
+        self._event("step_failed", step_id, {"stepName": name, "error": error})
+
+    def retry_step(
+        self, step_id: str, name: str, error: bytes, retry_after: datetime | None
+    ) -> None:
+        self._ops.append(
+            (
+                "runtime/retry_step",
+                {
+                    "step_id": step_id,
+                    "error_cbor": codec.encode(error),
+                    "retry_after": _utc_naive(retry_after) if retry_after else None,
+                },
+            )
+        )
+        data: dict[str, Any] = {"stepName": name, "error": error}
+        if retry_after is not None:
+            data["retryAfter"] = retry_after
+        self._event("step_retrying", step_id, data)
+
+    def create_wait(self, corr: str, resume_at: datetime) -> None:
+        self._ops.append(
+            (
+                "runtime/insert_wait",
+                {
+                    "wait_id": ids.wait_row_key(self.run_id, corr),
+                    "run_id": self.run_id,
+                    "resume_at": _utc_naive(resume_at),
+                    "spec_version": SPEC_VERSION,
+                },
+            )
+        )
+        self._event("wait_created", corr, {"resumeAt": resume_at})
+
+    def complete_wait(self, corr: str, resume_at: datetime) -> None:
+        self._ops.append(
+            ("runtime/complete_wait", {"wait_id": ids.wait_row_key(self.run_id, corr)})
+        )
+        self._event("wait_completed", corr, {"resumeAt": resume_at})
+
+    def create_hook(self, corr: str, token: str, metadata: bytes | None) -> None:
+        self._ops.append(
+            (
+                "runtime/insert_hook",
+                {
+                    "run_id": self.run_id,
+                    "hook_id": corr,
+                    "token": token,
+                    "metadata_cbor": codec.encode(metadata) if metadata is not None else None,
+                    "spec_version": SPEC_VERSION,
+                },
+            )
+        )
+        data: dict[str, Any] = {"token": token, "isWebhook": False}
+        if metadata is not None:
+            data["metadata"] = metadata
+        self._event("hook_created", corr, data)
+
+    def hook_conflict(self, corr: str, token: str, other_run: str | None) -> None:
+        data: dict[str, Any] = {"token": token}
+        if other_run:
+            data["conflictingRunId"] = other_run
+        self._event("hook_conflict", corr, data)
+
+    def dispose_hook(self, corr: str, token: str) -> None:
+        self._ops.append(("runtime/dispose_hook", {"hook_id": corr}))
+        self._event("hook_disposed", corr, {"token": token})
+
+    def complete_run(self, output: bytes) -> None:
+        self._finish("completed", output=output)
+        self._event("run_completed", None, {"output": output})
+
+    def fail_run(self, error: bytes, code: str) -> None:
+        self._finish("failed", error=error, code=code)
+        self._event("run_failed", None, {"error": error, "errorCode": code})
+
+    def _finish(
+        self,
+        status: str,
+        *,
+        output: bytes | None = None,
+        error: bytes | None = None,
+        code: str | None = None,
+    ) -> None:
+        self._ops.append(
+            (
+                "runtime/finish_run",
+                {
+                    "run_id": self.run_id,
+                    "status": status,
+                    "output_cbor": codec.encode(output) if output is not None else None,
+                    "error_cbor": codec.encode(error) if error is not None else None,
+                    "error_code": code,
+                },
+            )
+        )
+        self._ops.append(("runtime/delete_run_waits", {"run_id": self.run_id}))
+        hooks = "runtime/delete_run_hooks_slot" if self.store.slots else "runtime/delete_run_hooks"
+        self._ops.append((hooks, {"run_id": self.run_id}))
+
+    # -- sending --
+
+    @property
+    def empty(self) -> bool:
+        return not self._ops and not self._events
+
+    def flush(self, *, commit: bool = False) -> list[Event]:
+        """Send the queued statements (one round trip); with `commit`, end the transaction.
+
+        Returns the events written by this flush, in log order. On any failure the whole
+        transaction is rolled back and the error re-raised, mapped to AlreadyExists,
+        PositionTaken, HookTokenTaken or GuardError where it is one of those.
+        """
+        assert not self._closed, "transaction already ended"
+        conn = self.store.conn
+        batch: PendingBatch | None = None
+        cursors: list[psycopg.Cursor[Any]] = []
+        events = self._events
+        try:
+            with conn.pipeline():
+                if not self._begun:
+                    conn.execute("BEGIN")
+                    self._begun = True
+                    cur = conn.cursor()
+                    cur.execute(sql.load("runtime/guard_run"), {"run_id": self.run_id})
+                    cursors.append(cur)
+                    if self.floor is not None:
+                        cur = conn.cursor()
+                        cur.execute(
+                            sql.load("runtime/unseen_events"),
+                            {"run_id": self.run_id, "floor": self.floor},
+                        )
+                        cursors.append(cur)
+                for name, params in self._ops:
+                    cur = conn.cursor()
+                    cur.execute(sql.load(name), params)
+                    cursors.append(cur)
+                if events:
+                    batch = self.store.writer.append_batch(
+                        conn, self.run_id, events, scheme=self.scheme, floor=self.floor
+                    )
+                if commit:
+                    conn.execute("COMMIT")
+            rows = batch.result() if batch is not None else []
+        except psycopg.Error as exc:
+            self._abort()
+            raise _map_error(exc) from exc
+        except BaseException:
+            self._abort()
+            raise
+        written = [
+            Event(w.id, e.type, e.correlation_id, e.event_data, self.store.aware(w.created_at))
+            for w, e in zip(rows, events, strict=True)
+        ]
+        self._ops, self._events = [], []
+        if commit:
+            self._closed = True
+        if written:
+            self.floor = written[-1].id
+        self.written += written
+        return written
+
+    def commit(self) -> list[Event]:
+        return self.flush(commit=True)
+
+    def rollback(self) -> None:
+        if self._begun and not self._closed:
+            self._abort()
+
+    def _abort(self) -> None:
+        self._closed = True
+        conn = self.store.conn
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
+
+
+def _map_error(exc: psycopg.Error) -> BaseException:
+    mapped = classify(exc)
+    if mapped is not exc:
+        return mapped
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, pgerrors.InvalidTextRepresentation) and GUARD_PREFIX in text:
+        if "hook token held" in text:
+            return HookTokenTaken(text)
+        return GuardError(text.split('"', 1)[-1].rstrip('"') if '"' in text else text)
+    if isinstance(exc, pgerrors.UniqueViolation):
+        return AlreadyExists(exc.diag.constraint_name)
+    return exc
+
+
+__all__ = [
+    "AlreadyExists",
+    "Created",
+    "GuardError",
+    "HookTokenTaken",
+    "PositionTaken",
+    "RunRow",
+    "Store",
+    "Tx",
+]
