@@ -378,7 +378,7 @@ class OnlineMigration:
             st = state_mod.read(conn)
             self._finish(report, st, conn, final=True)
         finally:
-            conn.execute(sql.load("migrate/advisory_unlock"))
+            _release(conn)
         return report
 
     def _steps(self) -> tuple[StepInfo, ...]:
@@ -760,6 +760,15 @@ class OnlineMigration:
 
     def say(self, text: str) -> None:
         self.output.message(escape(text))
+
+
+def _release(conn: psycopg.Connection[Any]) -> None:
+    """Give the single-flight lock back; a broken session has already lost it."""
+    try:
+        if not conn.closed and not conn.broken:
+            conn.execute(sql.load("migrate/advisory_unlock"))
+    except psycopg.Error:
+        pass  # the lock is session-level: closing the session releases it
 
 
 def _record_row(r: Replaced) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from wfctl.world import drizzle, model
 # Unique btree build rate over workflow_events' heap on the benchmark machine (2 cores,
 # pgserver PostgreSQL 16, default maintenance_work_mem), see docs/benchmarks.md. The estimate
 # scales the table's heap size by it: a rough guide, not a promise.
-BUILD_BYTES_PER_S = 100 * 1024 * 1024
+BUILD_BYTES_PER_S = 50 * 1024 * 1024  # 10M events, 1.7 GB heap: 27-35 s under the lock
 
 
 @dataclass
