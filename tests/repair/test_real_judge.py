@@ -23,12 +23,12 @@ Only node/npm missing skips this module (the runtime is npm-installed on first u
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from tests import judge
@@ -43,6 +43,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 TERMINAL = {"completed", "failed", "cancelled"}
+log = logging.getLogger("wfctl.judge")  # timings and wedge evidence: -o log_cli=true
 FORCE = ("--min-age", "0s", "--force-min-age")
 
 
@@ -53,7 +54,7 @@ FORCE = ("--min-age", "0s", "--force-min-age")
 def runtime_folder() -> Path:
     folder, timings = judge.build_runtime()
     for name, seconds in timings.items():
-        print(f"judge: {name} {seconds:.1f}s")
+        log.info("%s %.1fs", name, seconds)
     return folder
 
 
@@ -96,8 +97,9 @@ def wfctl(run_cli: Any, db: Db) -> Callable[..., tuple[int, Any]]:
 
 
 def findings(wfctl: Callable[..., tuple[int, Any]], run_id: str) -> dict[str, set[str]]:
-    """`doctor --all --min-age 0s`, for one run: {code: {entity ids}}."""
-    _, report = wfctl("doctor", "--all", "--min-age", "0s", "--run", run_id)
+    """`doctor --all --min-age 0s`, for one run: {code: {entity ids}} (the test database
+    holds that run only, so the 5 samples a check keeps are all of them)."""
+    _, report = wfctl("doctor", "--all", "--min-age", "0s")
     found: dict[str, set[str]] = {}
     for check in report["checks"]:
         for sample in check["samples"]:
@@ -183,11 +185,18 @@ def judge_completion(
     t0 = time.monotonic()
     status = wait_for_status(db.dsn, run_id, TERMINAL, timeout=30)
     assert status == "completed", rt.log_tail()
-    print(f"judge: completed {time.monotonic() - t0:.1f}s after the restart")
+    log.info("%s completed %.1fs after the restart", run_id, time.monotonic() - t0)
     info = rt.run_info(run_id)
     assert info["status"] == "completed" and info["returnValue"] == expected, info
     rt.stop()
     assert findings(wfctl, run_id) == {}
+    status, report = wfctl("doctor", "--all", "--min-age", "0s")
+    log.info(
+        "doctor after: exit %s, %s",
+        status,
+        {c["code"]: c["count"] for c in report["checks"] if c["count"]},
+    )
+    assert status == 0, report  # the database holds this run only: nothing at all
     return rt
 
 
@@ -214,7 +223,9 @@ def test_wf112_repaired_wait_lets_the_runtime_finish_the_run(db, runtimes, wfctl
     wait_until(lambda: rt.deliveries(run_id)[1] >= 4, 10, "4 answered flow deliveries")
     stays(db.dsn, run_id, "running", 1.0)
     assert events(db, run_id) == log_before  # no progress, no error event
-    assert {f["status"] for f in rt.flow_lines(run_id)} == {200}  # and no error anywhere
+    flows = rt.flow_lines(run_id)
+    assert {f["status"] for f in flows} == {200}  # and no error anywhere
+    log.info("WF112 wedge: %d flow deliveries answered 200, the log unchanged", len(flows))
     assert findings(wfctl, run_id).get("WF112") == {wait_id}
     rt.stop()
 
@@ -227,7 +238,8 @@ def test_wf112_repaired_wait_lets_the_runtime_finish_the_run(db, runtimes, wfctl
 
 
 def test_wf101_repaired_step_created_lets_the_runtime_finish_the_run(db, runtimes, wfctl) -> None:
-    """An explicit step_created (the fan-out branch past the inline slice) whose event never
+    """An explicit step_created (the fan-out branch past the inline slice; beta.39 awaits it
+    before it starts the inline ones, so it is the run's first step_created) whose event never
     landed: a worker restarted with WORKFLOW_MAX_INLINE_STEPS=4 puts the orphan in the
     lazy-start slice, whose start is refused ("already created") in a hot replay loop that
     holds its job; after the repair the runtime runs the step and finishes the run."""
@@ -251,7 +263,12 @@ def test_wf101_repaired_step_created_lets_the_runtime_finish_the_run(db, runtime
     started, answered = rt.deliveries(run_id)
     assert started > answered  # a delivery that never returns: the replay loop holds it
     busy = (rt.cpu_seconds() - cpu0) / 3.0
-    print(f"judge: WF101 wedge, deliveries {started0} -> {(started, answered)}, cpu {busy:.0%}")
+    log.info(
+        "WF101 wedge: deliveries %s -> %s, runtime cpu %.0f%%",
+        started0,
+        (started, answered),
+        100 * busy,
+    )
     assert not [e for e in events(db, run_id) if e[1] == step_id]
     assert findings(wfctl, run_id).get("WF101") == {step_id}
     rt.stop()
@@ -290,6 +307,7 @@ def test_wf111_repaired_step_completed_lets_the_runtime_finish_the_run(db, runti
     settled, log_before = rt.deliveries(run_id), events(db, run_id)
     stays(db.dsn, run_id, "running", 3.0)
     assert rt.deliveries(run_id) == settled  # nothing more is delivered: silent
+    log.info("WF111 wedge: deliveries %s, then none for 3 s, the log unchanged", settled)
     assert events(db, run_id) == log_before
     assert findings(wfctl, run_id).get("WF111") == {step_id}
     rt.stop()
@@ -300,3 +318,35 @@ def test_wf111_repaired_step_completed_lets_the_runtime_finish_the_run(db, runti
     assert [e for e in events(db, run_id) if e == ("step_completed", step_id)] == [
         ("step_completed", step_id)
     ]
+
+
+def test_wf133_wake_up_job_is_taken_by_the_runtime(db, runtimes, wfctl) -> None:
+    """A run whose only job used its 3 attempts while the flow route was down (503) stays
+    pending with no job (WF133, WF134) until some process restarts; the wake-up wfctl enqueues
+    in the package's format is then the only thing that can drive it, and the runtime takes
+    it and finishes the run."""
+    down = runtimes("flow-down", JUDGE_FLOW_DOWN="1")
+    run_id = down.start_run("pair", [5])
+    wait_until(lambda: down.deliveries(run_id)[1] >= 3, 20, "3 failed deliveries")
+    with db.connect() as conn:
+        wait_until(
+            lambda: conn.execute(
+                "SELECT bool_and(attempts >= max_attempts AND locked_at IS NULL)"
+                " FROM graphile_worker._private_jobs"
+            ).fetchone()[0],
+            10,
+            "the job to be exhausted",
+        )
+    down.stop()
+    # the route is back (a healthy worker that is not restarting): nothing delivers the run
+    rt = runtimes("stranded", JUDGE_REENQUEUE="0")
+    stays(db.dsn, run_id, "pending", 2.0)
+    assert rt.deliveries(run_id) == (0, 0)
+    assert set(findings(wfctl, run_id)) == {"WF133", "WF134"}
+    rt.stop()
+
+    status, report = wfctl(
+        "repair", "--apply", "--yes", "--reason", "judge", *FORCE, "--only", "WF133"
+    )
+    assert status == 0 and [i["outcome"] for i in report["items"]] == ["applied"], report
+    judge_completion(db, wfctl, runtimes, run_id, {"a": 6, "b": 16})
