@@ -302,6 +302,25 @@ def test_sigkill_during_the_build_then_rerun_converges(wfctl_world, run_cli) -> 
     assert_slot_world(wfctl_world, BETA29_ROWS + SHIPPED_ROWS)
 
 
+def test_ctrl_c_during_the_build_exits_130_and_a_rerun_converges(wfctl_world, run_cli) -> None:
+    blocker = Blocker(
+        wfctl_world.dsn,
+        "INSERT INTO workflow.workflow_events (id, type, run_id) VALUES ('wevt_b', 'x', 'wrun_b')",
+    )
+    proc = spawn(wfctl_world.dsn, "--online")
+    pid = wait_for(lambda: building_pid(wfctl_world.dsn), what="the concurrent build")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == ExitStatus.INTERRUPTED
+    assert err.splitlines()[-1].startswith("wfctl: interrupted (hint: every phase is resumable")
+    wait_for(lambda: backend_gone(wfctl_world.dsn, pid), what="the build's session to end")
+    blocker.release()
+    assert key_index_state(wfctl_world.dsn) == "invalid"
+    status, out, _ = run_cli("--dsn", wfctl_world.dsn, "migrate", "--online")
+    assert status == 0 and "ran  drop-invalid-index" in out
+    assert key_index_state(wfctl_world.dsn) == "valid"
+
+
 def test_lock_timeout_retries_until_the_holder_lets_go(wfctl_world, run_cli) -> None:
     status, _, _ = run_cli("--dsn", wfctl_world.dsn, "migrate", "--online")
     assert status == 0

@@ -6,6 +6,7 @@ performs) the swap. The logic lives in `wfctl.migrate`; this module parses and r
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +15,7 @@ import typer
 
 from wfctl.app import app, state
 from wfctl.db import connect, query_error, read_only
-from wfctl.errors import UsageError
+from wfctl.errors import ExitStatus, UsageError
 from wfctl.migrate import package as package_mod
 from wfctl.migrate import status as status_mod
 from wfctl.migrate.online import OnlineMigration, Options, Report
@@ -122,7 +123,16 @@ def migrate(
         lock_timeout_ms=lock_timeout,
         retries=retries,
     )
-    report = OnlineMigration(st.target, st.output, options).run()
+    try:
+        report = OnlineMigration(st.target, st.output, options).run()
+    except KeyboardInterrupt:
+        # typer turns Ctrl-C into a silent exit 130; say what state it leaves.
+        print(
+            "wfctl: interrupted (hint: every phase is resumable; rerun the same command. An "
+            "interrupted build leaves an INVALID index, which the rerun drops and rebuilds)",
+            file=sys.stderr,
+        )
+        raise typer.Exit(int(ExitStatus.INTERRUPTED)) from None
     if fmt is Format.JSON:
         st.output.json(report.as_dict())
     else:

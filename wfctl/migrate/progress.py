@@ -106,19 +106,25 @@ class BuildProgress:
                 last_line = now
 
     def _bar(self, conn: psycopg.Connection[Any]) -> None:
+        # One bar per phase (the view reports progress phase by phase): phase, bar, %, counters.
         columns = (
             TextColumn("  {task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=24),
             TextColumn("{task.percentage:>3.0f}%"),
             TimeElapsedColumn(),
+            TextColumn("[dim]{task.fields[detail]}[/dim]"),
         )
         with Progress(*columns, console=self.output.err, transient=False) as bar:
-            task: TaskID = bar.add_task(escape(self.label), total=100)
+            task: TaskID = bar.add_task("starting", total=100, detail="")
             while not self._stop.wait(POLL_S):
                 row = self._poll(conn)
                 if row is None:
                     continue
                 self._note_phase(row)
                 part, detail = fraction(row)
-                text = f"{self.label}: {row['phase']}" + (f" ({detail})" if detail else "")
-                bar.update(task, description=escape(text), completed=(part or 0.0) * 100)
+                bar.update(
+                    task,
+                    description=escape(str(row["phase"])),
+                    completed=(part or 0.0) * 100,
+                    detail=escape(detail),
+                )
