@@ -18,10 +18,13 @@ from wfctl.commands import (  # noqa: F401  (importing a command module register
     bootstrap,
     completion,
     doctor,
+    hooks,
     info,
     migrate,
     repair,
+    runs,
 )
+from wfctl.commands import run as _run_command  # noqa: F401  (`run` is also this module's entry)
 from wfctl.dsn import mask_text
 from wfctl.errors import ExitStatus, WfctlError
 
