@@ -1,6 +1,7 @@
 -- WF134 exhausted queue jobs (attempts = max_attempts) for a run that is still live (§5.1).
 -- graphile keeps a permanently failed job with its last_error; the run it was meant to wake
 -- stays pending/running. Often the cause of a WF133 stranded run.
+-- Jobs wfctl failed on purpose (last_error 'wfctl: ...', WF131/WF132 repairs) are not findings.
 -- Age: the job's updated_at (timestamptz) -> now().
 -- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
 WITH runs AS (
@@ -17,6 +18,7 @@ jobs AS (
     JOIN graphile_worker._private_tasks t ON t.id = j.task_id
     WHERE t.identifier LIKE %(task)s
       AND j.attempts >= j.max_attempts
+      AND coalesce(j.last_error, '') NOT LIKE 'wfctl:%%'
       AND j.payload ->> 'data' IS NOT NULL
 )
 SELECT j.run_id,

@@ -5,10 +5,11 @@
 INSERT INTO workflow.workflow_hooks
     (run_id, hook_id, token, owner_id, project_id, environment, metadata_cbor, spec_version,
      is_webhook, is_system)
-SELECT %(run_id)s, %(hook_id)s, %(token)s, '', '', '', %(metadata_cbor)s, %(spec_version)s,
+SELECT %(run_id)s::varchar, %(hook_id)s::varchar, %(token)s::varchar, '', '', '',
+       %(metadata_cbor)s::bytea, %(spec_version)s::int,
        false, false
 WHERE coalesce((
         SELECT ('wfctl guard: hook token held by run ' || h.run_id)::int
         FROM workflow.workflow_hooks h
-        WHERE h.token = %(token)s
+        WHERE h.token = %(token)s::varchar
         LIMIT 1), 1) = 1;

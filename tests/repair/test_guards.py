@@ -157,3 +157,20 @@ def test_a_locked_queue_job_means_a_live_writer(world, real_world, apply) -> Non
     assert outcomes(report)["WF101"] == ["refused"]
     assert "locked by worker-7" in report["items"][0]["reason"]
     assert events(real_world, run_id, step_id) == []
+
+
+def test_unlock_dead_worker_releases_its_job_then_repairs(world, real_world, apply) -> None:
+    run_id, step_id = orphan_step(world, real_world)
+    world.ok([rw.queue(rw.WORKFLOW, {"runId": run_id})])
+    with real_world.connect() as conn:
+        conn.execute(
+            "UPDATE graphile_worker._private_jobs SET locked_at = now() - interval '5 minutes',"
+            " locked_by = 'worker-dead'"
+        )
+    status, report = apply(real_world, "--only", "WF101")
+    assert status == 2
+    reason = report["items"][0]["reason"]
+    assert "(for 5 min)" in reason and "--unlock-dead-worker worker-dead" in reason
+    status, report = apply(real_world, "--only", "WF101", "--unlock-dead-worker", "worker-dead")
+    assert status == 0 and outcomes(report)["WF101"] == ["applied"]
+    assert [e[1] for e in events(real_world, run_id, step_id)] == ["step_created"]

@@ -75,10 +75,12 @@ def test_wf131_after_wf112_collapses_the_chains_to_one_wake_up(world, real_world
     assert failed == 3
 
 
-def test_wf132_keeps_one_key_less_job(world, real_world, apply) -> None:
+def test_wf132_keeps_one_key_less_job(world, real_world, apply, doctor_json) -> None:
     run_id = world.new_run()
     world.ok([rw.queue(rw.WORKFLOW, {"runId": run_id}) for _ in range(3)])
     first = _live_jobs(real_world, run_id)[0]["id"]
     status, report = apply(real_world, "--only", "WF132")
     assert status == 0 and outcomes(report)["WF132"] == ["applied"]
     assert [j["id"] for j in _live_jobs(real_world, run_id)] == [first]
+    # the jobs wfctl failed on purpose are not "exhausted jobs" (WF134)
+    assert doctor_json(real_world, "--run", run_id)["summary"]["findings"] == 0

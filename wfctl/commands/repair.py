@@ -66,6 +66,14 @@ def repair(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", min=1, max=32, help="Runs repaired in parallel.")
     ] = 4,
+    unlock_dead_worker: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--unlock-dead-worker",
+            metavar="WORKER_ID",
+            help="Release the jobs a worker you know is dead still holds (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Append the events doctor found missing, in one short guarded transaction per run.
 
@@ -79,6 +87,7 @@ def repair(
       wfctl repair
       wfctl repair --only WF112 --run wrun_01J...
       wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
+      wfctl repair --apply --reason "INC-42" --yes --unlock-dead-worker worker-7f3a
       wfctl repair log --run wrun_01J...
     """
     if ctx.invoked_subcommand is not None:
@@ -116,6 +125,8 @@ def repair(
             world.require_known()
             if apply:
                 _preflight(st.output, world, yes)
+                if unlock_dead_worker:
+                    _unlock(st.output, conn, world, unlock_dead_worker)
             report = runner.repair(
                 conn,
                 world,
@@ -142,6 +153,16 @@ def _preflight(output: Output, world: model.World, yes: bool) -> None:
         raise UsageError("--apply without a terminal needs --yes")
     if not typer.confirm(f"Apply repairs to database {world.database!r}?", err=True):
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
+
+
+def _unlock(
+    output: Output, conn: psycopg.Connection[Any], world: model.World, workers: list[str]
+) -> None:
+    """graphile's force_unlock_workers for workers the operator declares dead."""
+    if not world.has_graphile:
+        raise UsageError("--unlock-dead-worker: graphile_worker is not installed here")
+    conn.execute(sql.load("repair/unlock_workers"), {"worker_ids": workers})
+    output.message(f"released the jobs held by {', '.join(workers)}")
 
 
 def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:

@@ -52,6 +52,7 @@ class Action:
     events: list[NewEvent] = field(default_factory=list)
     marker: bool = False  # insert the run's slot marker
     fail_jobs: list[int] = field(default_factory=list)
+    fail_message: str = "wfctl: superseded"  # last_error of the jobs it fails (starts "wfctl:")
     wake_up: bool = False  # enqueue one key-less {runId} wake-up job
     notes: list[str] = field(default_factory=list)
 

@@ -329,7 +329,7 @@ def _apply_run(
             if world.has_graphile:
                 locked = ctx.fetch("repair/locked_jobs_for_run", task=options.task)
                 if locked:
-                    raise Refused(f"a queue job for the run is locked by {locked[0]['locked_by']}")
+                    raise Refused(_locked_message(locked[0]))
             for finding in findings:
                 items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1))
     except Refused as exc:
@@ -342,6 +342,17 @@ def _apply_run(
             Item(f, "refused", "lock timeout: another session holds the run") for f in findings
         ]
     return items
+
+
+def _locked_message(job: dict[str, Any]) -> str:
+    """Name the holder, for how long, and the way out when that worker is known dead."""
+    held = datetime.now(UTC) - job["locked_at"]
+    minutes = int(held.total_seconds() // 60)
+    return (
+        f"a queue job for the run is locked by {job['locked_by']} (for {minutes} min): a live "
+        "writer may still append the same event; if that worker is dead (graphile frees its "
+        f"jobs after 4 h), rerun with --unlock-dead-worker {job['locked_by']}"
+    )
 
 
 def _apply_one(
@@ -398,7 +409,7 @@ def _execute(ctx: Context, action: Action) -> list[str]:
     if action.fail_jobs:
         failed = ctx.conn.execute(
             sql.load("repair/fail_jobs"),
-            {"job_ids": action.fail_jobs, "message": "wfctl: superseded wait continuation"},
+            {"job_ids": action.fail_jobs, "message": action.fail_message},
         ).fetchall()
         if len(failed) != len(action.fail_jobs):
             raise Refused("a job to stop was locked meanwhile")

@@ -25,7 +25,11 @@ class CollapseContinuations(Repair):
         chain = [j for j in jobs if j["wait"] == finding.entity_id]
         if any(j["locked_at"] is not None for j in chain):
             raise Refused("a continuation job is running right now")
-        return Action(fail_jobs=[j["id"] for j in chain], wake_up=True)
+        return Action(
+            fail_jobs=[j["id"] for j in chain],
+            fail_message="wfctl: superseded wait continuation (WF131)",
+            wake_up=True,
+        )
 
 
 def _scope(ctx: Context) -> dict[str, object]:

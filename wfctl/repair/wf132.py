@@ -23,7 +23,10 @@ class CollapseRecoveryJobs(Repair):
         ]
         if len(keyless) < 2:
             raise Refused("state moved: no surplus key-less jobs remain")
-        return Action(fail_jobs=[j["id"] for j in keyless[1:]])
+        return Action(
+            fail_jobs=[j["id"] for j in keyless[1:]],
+            fail_message="wfctl: surplus recovery wake-up (WF132)",
+        )
 
 
 REPAIR = CollapseRecoveryJobs()
