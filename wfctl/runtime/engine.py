@@ -433,7 +433,9 @@ class Engine:
             return
         name = (event.data or {}).get("stepName")
         if name != req.name:
-            self._diverge(event, f"the code asked for step {req.name!r} where the log recorded:")
+            self._diverge(
+                event, f"the code asked for step {req.name!r} where the log recorded {name!r}:"
+            )
             return
         req.created = True
 

@@ -1,0 +1,38 @@
+"""Fixtures for the runtime tests: a store on a fresh world of each era."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.runtime import flows
+from wfctl.runtime.store import Store
+
+
+@pytest.fixture(params=["beta29", "slot"])
+def world(request: pytest.FixtureRequest) -> Any:
+    """A world of each era (wfctl_world / slot_world)."""
+    name = "wfctl_world" if request.param == "beta29" else "slot_world"
+    return request.getfixturevalue(name)
+
+
+@pytest.fixture
+def conn(world: Any) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(world.dsn, autocommit=True) as c:
+        yield c
+
+
+@pytest.fixture
+def store(conn: psycopg.Connection[Any]) -> Store:
+    flows.reset()
+    return Store(conn)
+
+
+def doctor_clean(run_cli: Any, dsn: str) -> None:
+    status, out, err = run_cli(
+        "--dsn", dsn, "--format", "json", "doctor", "--all", "--min-age", "0s"
+    )
+    assert status == 0, out + err
