@@ -605,6 +605,15 @@ class Engine:
                 commands.append(DisposeHook(req.correlation_id, req.name))
         return Pending(tuple(commands))
 
+    def pending_disposals(self) -> list[DisposeHook]:
+        """Hook disposals the workflow asked for and the log does not hold yet (written with
+        the run's terminal event when the workflow ends right after disposing)."""
+        return [
+            DisposeHook(r.correlation_id, r.name)
+            for r in self._order
+            if r.kind == "dispose" and not r.done
+        ]
+
     def close(self) -> None:
         """Drop the coroutine (a finished or abandoned run)."""
         if self._task is not None and not self._task.done():

@@ -218,6 +218,9 @@ class Executor:
                 tx.rollback()
                 return self._finished(run_id)
             if isinstance(outcome, eng.Completed | eng.Failed | eng.Diverged):
+                if not isinstance(outcome, eng.Diverged):
+                    for disposal in engine.pending_disposals():
+                        tx.dispose_hook(disposal.correlation_id, disposal.token)
                 self._queue_terminal(tx, outcome)
                 floor = self._flush(tx, engine, commit=True)
                 return self._finished(run_id)
