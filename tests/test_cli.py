@@ -62,3 +62,28 @@ def test_console_script_exit_status_and_no_color(empty_db) -> None:
     assert "\x1b[" not in done.stdout + done.stderr
     assert "world:        no world" in done.stdout
     assert done.stderr.startswith("wfctl: error:")
+
+
+def test_ctrl_c_exits_130_with_one_line(empty_db) -> None:
+    """SIGINT while a statement runs: one line on stderr, exit 130 (not a traceback)."""
+    import signal
+    import time
+
+    env = {**os.environ, "WORKFLOW_POSTGRES_URL": empty_db.dsn}
+    code = (
+        "import psycopg, wfctl.app as a\n"
+        "@a.app.command('nap')\n"
+        "def nap() -> None:\n"
+        "    with psycopg.connect(a.resolve_dsn(None).conninfo) as c:\n"
+        "        c.execute('SELECT pg_sleep(30)')\n"
+        "from wfctl.cli import run\n"
+        "run()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "nap"], env=env, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == ExitStatus.INTERRUPTED
+    assert err.strip().splitlines()[-1] == "wfctl: interrupted"

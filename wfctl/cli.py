@@ -59,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return int(ExitStatus.UNKNOWN)
-    return int(result) if isinstance(result, int) else 0
+    status = int(result) if isinstance(result, int) else 0
+    if status == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent exit 130
+        print("wfctl: interrupted", file=sys.stderr)
+    return status
 
 
 def _is_usage_error(exc: Exception) -> bool:

@@ -6,7 +6,6 @@ performs) the swap. The logic lives in `wfctl.migrate`; this module parses and r
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +14,7 @@ import typer
 
 from wfctl.app import app, state
 from wfctl.db import connect, query_error, read_only
-from wfctl.errors import ExitStatus, UsageError
+from wfctl.errors import ExitStatus, UsageError, WfctlError
 from wfctl.migrate import package as package_mod
 from wfctl.migrate import status as status_mod
 from wfctl.migrate.online import OnlineMigration, Options, Report
@@ -126,13 +125,12 @@ def migrate(
     try:
         report = OnlineMigration(st.target, st.output, options).run()
     except KeyboardInterrupt:
-        # typer turns Ctrl-C into a silent exit 130; say what state it leaves.
-        print(
-            "wfctl: interrupted (hint: every phase is resumable; rerun the same command. An "
-            "interrupted build leaves an INVALID index, which the rerun drops and rebuilds)",
-            file=sys.stderr,
-        )
-        raise typer.Exit(int(ExitStatus.INTERRUPTED)) from None
+        raise WfctlError(
+            "interrupted",
+            hint="every phase is resumable; rerun the same command. An interrupted build "
+            "leaves an INVALID index, which the rerun drops and rebuilds",
+            status=ExitStatus.INTERRUPTED,
+        ) from None
     if fmt is Format.JSON:
         st.output.json(report.as_dict())
     else:
