@@ -1038,6 +1038,7 @@ def generate(opts: Options) -> dict[str, Any]:
             "faults": opts.faults,
             "queue": opts.queue,
             "seed": opts.seed,
+            "generated_at": now.isoformat(),  # in-flight findings age past --min-age
             "expected": expected,
         }
         db = conn.info.dbname

@@ -20,6 +20,10 @@ WHERE r.status IN ('completed', 'failed', 'cancelled')
   AND r.spec_version ~ '^[0-9]+$' AND r.spec_version::int > 1
   AND NOT EXISTS (
     SELECT 1 FROM workflow.workflow_events e
-    WHERE e.run_id = r.id AND e.type = 'run_' || r.status::text
+    WHERE e.run_id = r.id
+      -- implied by the status filter above; lets --all hash-join a filtered scan of the
+      -- run_* events instead of walking every event in run_id index order
+      AND e.type IN ('run_completed', 'run_failed', 'run_cancelled')
+      AND e.type = 'run_' || r.status::text
 )
 ORDER BY observed_at;

@@ -5,6 +5,8 @@
 --   no_run_created: a run row whose log has no run_created at all (spec >= 2; legacy excepted).
 -- Slot-era worlds only (needs workflow_event_slots); WF121.beta29.sql is the beta.29 form.
 -- Age: runs.created_at is a DB default -> localtimestamp.
+-- Prefix tests are LIKE prefix patterns rather than left(id, 5) = ...: same rows, and the
+-- planner estimates a LIKE prefix from the id histogram (left() got a flat half percent).
 -- params: live_only, run_ids, since, min_age.
 WITH runs AS (
     SELECT r.id, r.name, r.status, r.spec_version, r.created_at,
@@ -18,9 +20,9 @@ shape AS (
     SELECT r.*,
            (r.spec_version ~ '^[0-9]+$' AND r.spec_version::int >= 6) AS slot_spec,
            EXISTS (SELECT 1 FROM workflow.workflow_events e
-                   WHERE e.run_id = r.id AND left(e.id, 5) = 'evnt_') AS has_slot_ids,
+                   WHERE e.run_id = r.id AND e.id LIKE 'evnt\_%%') AS has_slot_ids,
            EXISTS (SELECT 1 FROM workflow.workflow_events e
-                   WHERE e.run_id = r.id AND left(e.id, 5) = 'wevt_') AS has_legacy_ids,
+                   WHERE e.run_id = r.id AND e.id LIKE 'wevt\_%%') AS has_legacy_ids,
            EXISTS (SELECT 1 FROM workflow.workflow_events e
                    WHERE e.run_id = r.id AND e.type = 'run_created') AS has_run_created,
            (r.spec_version ~ '^[0-9]+$' AND r.spec_version::int >= 2) AS event_sourced

@@ -5,14 +5,19 @@
 -- Log order is id order within a run (wevt_ ULIDs or evnt_ slots; one scheme per run).
 -- Age: newest event's created_at (DB default) -> localtimestamp.
 -- params: live_only, run_ids, since, min_age.
-WITH runs AS (
+-- Performance: the CTEs are NOT MATERIALIZED (a materialized `ev` wrote every event of the
+-- scope to a temp file), per_entity reads only the event types its tests look at (the
+-- plan then groups the run_id-ordered stream with an incremental sort instead of a
+-- spilling hash), and `newest` (every event of the entity, as before) is looked up for
+-- the few problem entities only.
+WITH runs AS NOT MATERIALIZED (
     SELECT r.id
     FROM workflow.workflow_runs r
     WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 ),
-ev AS (
+ev AS NOT MATERIALIZED (
     SELECT e.run_id, e.id, e.type, e.correlation_id, e.created_at
     FROM runs r
     JOIN workflow.workflow_events e ON e.run_id = r.id
@@ -24,14 +29,17 @@ per_entity AS (
            max(id) FILTER (WHERE type = 'step_started') AS last_started,
            min(id) FILTER (WHERE type IN ('step_completed', 'step_failed')) AS first_terminal,
            max(id) FILTER (WHERE type = 'hook_received') AS last_received,
-           min(id) FILTER (WHERE type = 'hook_disposed') AS first_disposed,
-           max(created_at) AS newest
+           min(id) FILTER (WHERE type = 'hook_disposed') AS first_disposed
     FROM ev
     WHERE correlation_id IS NOT NULL
+      AND type IN ('step_completed', 'step_failed', 'wait_completed', 'step_started',
+                   'hook_received', 'hook_disposed')
     GROUP BY run_id, correlation_id
 ),
 problems AS (
-    SELECT run_id, correlation_id AS entity_id, newest,
+    SELECT p.run_id, p.correlation_id AS entity_id,
+           (SELECT max(o.created_at) FROM workflow.workflow_events o
+            WHERE o.run_id = p.run_id AND o.correlation_id = p.correlation_id) AS newest,
            concat_ws('; ',
                CASE WHEN step_terminals > 1 THEN
                    format('%%s terminal events for one step', step_terminals) END,
@@ -41,7 +49,7 @@ problems AS (
                    'step_started after the step''s terminal event' END,
                CASE WHEN last_received > first_disposed THEN
                    'hook_received after hook_disposed' END) AS detail
-    FROM per_entity
+    FROM per_entity p
     WHERE step_terminals > 1 OR wait_terminals > 1
        OR last_started > first_terminal OR last_received > first_disposed
     UNION ALL
