@@ -13,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests import realworld as rw
+from tests.conftest import _create_db, _drop_db
 from tests.faults import drop_faults, fail_insert
 from wfctl.errors import ExitStatus
 
@@ -21,7 +22,15 @@ SCHEMA = json.loads(
 )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def real_world(pg_server, real_template):
+    """One world for the module: the tests only read it (test_doctor_writes_nothing checks)."""
+    db = _create_db(pg_server, real_template)
+    yield db
+    _drop_db(pg_server, db)
+
+
+@pytest.fixture(scope="module")
 def sick_world(real_world):
     """One world carrying every beta.29 family, written through the real package."""
     world = rw.RealWorld(real_world.dsn)

@@ -312,7 +312,8 @@ def test_ctrl_c_during_the_build_exits_130_and_a_rerun_converges(wfctl_world, ru
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == ExitStatus.INTERRUPTED
-    assert err.splitlines()[-1].startswith("wfctl: error: interrupted (hint: every phase is resumable")
+    last = err.splitlines()[-1]
+    assert last.startswith("wfctl: error: interrupted (hint: every phase is resumable")
     wait_for(lambda: backend_gone(wfctl_world.dsn, pid), what="the build's session to end")
     blocker.release()
     assert key_index_state(wfctl_world.dsn) == "invalid"
