@@ -11,7 +11,7 @@ import pytest
 from wfctl import __version__
 from wfctl.errors import ExitStatus
 
-COMMANDS = ["info", "bootstrap", "completion", "run", "runs", "hooks"]
+COMMANDS = ["info", "bootstrap", "completion", "run", "runs", "hooks", "worker"]
 
 
 def test_version(run_cli) -> None:

@@ -26,6 +26,9 @@ from wfctl.world import catalog, drizzle, model
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 WFCTL_HEAD = "w0001_wfctl_schema"
+# wfctl's own branch (label `wfctl`, off w0001): tables in schema `wfctl` only, for either
+# era. A bootstrapped database holds two heads: its era revision and this one.
+WORKER_HEAD = "w0004_wfctl_worker"
 ERA_REVISION = {"beta29": "w0002_world_beta29", "slot": "w0003_world_slot"}
 
 
@@ -60,11 +63,11 @@ def _config(connection: SAConnection) -> Config:
     return cfg
 
 
-def _current_revision(connection: SAConnection) -> str | None:
+def _current_heads(connection: SAConnection) -> set[str]:
     ctx = MigrationContext.configure(
         connection, opts={"version_table": "alembic_version", "version_table_schema": "wfctl"}
     )
-    return ctx.get_current_revision()
+    return set(ctx.get_current_heads())
 
 
 def bootstrap(conn: psycopg.Connection[Any], era: str) -> BootstrapResult:
@@ -83,18 +86,50 @@ def bootstrap(conn: psycopg.Connection[Any], era: str) -> BootstrapResult:
     try:
         with engine.begin() as sa_conn:
             cfg = _config(sa_conn)
-            current = _current_revision(sa_conn) if world.has_wfctl else None
+            heads = _current_heads(sa_conn) if world.has_wfctl else set()
             if world.present:
-                if current == target:
+                if target in heads and WORKER_HEAD in heads:
                     return BootstrapResult(era, "unchanged", target)
-                if current is None:
+                action = "unchanged" if target in heads else "adopted"
+                if not heads:
                     command.upgrade(cfg, WFCTL_HEAD)  # wfctl's own schema only
-                command.stamp(cfg, target)
-                return BootstrapResult(era, "adopted", target)
+                if target not in heads:
+                    command.stamp(cfg, target)  # the world is the package's: stamped, not run
+                command.upgrade(cfg, WORKER_HEAD)  # wfctl's branch: schema `wfctl` only
+                return BootstrapResult(era, action, target)
             command.upgrade(cfg, target)
+            command.upgrade(cfg, WORKER_HEAD)
             return BootstrapResult(era, "created", target)
     finally:
         engine.dispose()
+
+
+def ensure_worker_schema(conn: psycopg.Connection[Any]) -> bool:
+    """Apply wfctl's own branch (the worker's tables) to a database wfctl has bootstrapped or
+    adopted before this revision existed. Touches schema `wfctl` only. Returns whether it
+    had to upgrade; refuses a database whose world wfctl does not manage yet."""
+    row = conn.execute("SELECT to_regclass('wfctl.run_queue') IS NOT NULL").fetchone()
+    if row and row[0]:
+        return False
+    world = model.inspect(conn, with_drift=False)
+    if not world.has_wfctl:
+        raise RefusedError(
+            "this world is not managed by wfctl yet (no schema `wfctl`)",
+            hint="run `wfctl bootstrap` (it adopts an identical existing world) first",
+        )
+    conninfo = conn.info.dsn
+    password = conn.info.password
+    engine = create_engine(
+        "postgresql+psycopg://",
+        creator=lambda: psycopg.connect(conninfo, password=password),
+        poolclass=NullPool,
+    )
+    try:
+        with engine.begin() as sa_conn:
+            command.upgrade(_config(sa_conn), WORKER_HEAD)
+    finally:
+        engine.dispose()
+    return True
 
 
 def _check_existing(conn: psycopg.Connection[Any], world: model.World, era: str) -> None:

@@ -23,6 +23,7 @@ from wfctl.commands import (  # noqa: F401  (importing a command module register
     migrate,
     repair,
     runs,
+    worker,
 )
 from wfctl.commands import run as _run_command  # noqa: F401  (`run` is also this module's entry)
 from wfctl.dsn import mask_text

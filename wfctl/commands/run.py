@@ -17,7 +17,7 @@ import typer
 
 from wfctl import sql
 from wfctl.app import State, app, state
-from wfctl.bootstrap import bootstrap
+from wfctl.bootstrap import bootstrap, ensure_worker_schema
 from wfctl.db import connect, query_error
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
@@ -31,8 +31,11 @@ ALLOW_NODE_ENV = "WFCTL_ALLOW_NODE_PEER"
 
 
 @contextmanager
-def runtime_store(st: State, *, allow_node_peer: bool = False) -> Iterator[Store]:
-    """A store on the resolved database (the embedded server, bootstrapped, when no DSN)."""
+def runtime_store(
+    st: State, *, allow_node_peer: bool = False, queue: bool = False
+) -> Iterator[Store]:
+    """A store on the resolved database (the embedded server, bootstrapped, when no DSN).
+    With `queue`, the worker's tables (wfctl's own branch) are added where missing."""
     with connect(st.target, autocommit=True) as conn:
         try:
             world = model.inspect(conn, with_drift=False)
@@ -46,6 +49,8 @@ def runtime_store(st: State, *, allow_node_peer: bool = False) -> Iterator[Store
             world.require_known()
             if not allow_node_peer and os.environ.get(ALLOW_NODE_ENV) != "1":
                 refuse_node_peer(conn)
+            if queue and ensure_worker_schema(conn):
+                st.output.message("wfctl: added the worker's queue tables (schema wfctl)")
             yield Store(conn, slots=world.has_event_slots)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "running workflows") from None
@@ -74,21 +79,7 @@ def load_target(spec: str) -> WorkflowDef:
         raise UsageError(
             f"expected MODULE:WORKFLOW, got {spec!r}", hint="e.g. myapp.flows:checkout"
         )
-    try:
-        if module_name.endswith(".py") or "/" in module_name:
-            path = Path(module_name).resolve()
-            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
-            if mod_spec is None or mod_spec.loader is None:
-                raise ImportError(f"cannot load {path}")
-            module = importlib.util.module_from_spec(mod_spec)
-            sys.modules[path.stem] = module
-            mod_spec.loader.exec_module(module)
-        else:
-            if os.getcwd() not in sys.path:
-                sys.path.insert(0, os.getcwd())
-            module = importlib.import_module(module_name)
-    except (ImportError, OSError) as exc:
-        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    module = import_module(module_name)
     head, _, rest = attr.partition(".")
     obj: Any = getattr(module, head, None)
     if obj is None:
@@ -105,6 +96,26 @@ def load_target(spec: str) -> WorkflowDef:
     if isinstance(obj, WorkflowDef):
         return obj
     raise UsageError(f"{spec} is not a workflow (decorate it with @wf.workflow)")
+
+
+def import_module(module_name: str) -> Any:
+    """A dotted module (from the working directory too) or a path to a .py file."""
+    try:
+        if module_name.endswith(".py") or "/" in module_name:
+            path = Path(module_name).resolve()
+            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if mod_spec is None or mod_spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[path.stem] = module
+            mod_spec.loader.exec_module(module)
+        else:
+            if os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())
+            module = importlib.import_module(module_name)
+    except (ImportError, OSError) as exc:
+        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    return module
 
 
 def _find(registry: Workflows, name: str) -> WorkflowDef:
@@ -159,8 +170,12 @@ def run_command(
         typer.Option("--idempotency-key", help="Start at most one run per key."),
     ] = None,
     detach: Annotated[
-        bool, typer.Option("--detach", help="Only start the run; drive it later.")
+        bool,
+        typer.Option("--detach", help="Only start the run and leave it to `wfctl worker`s."),
     ] = False,
+    queue: Annotated[
+        str, typer.Option("--queue", help="With --detach: the workers' queue to hand it to.")
+    ] = "default",
     wait: Annotated[
         bool, typer.Option("--wait", help="Drive to the end, sleeping through durable sleeps.")
     ] = False,
@@ -178,13 +193,15 @@ def run_command(
     decorated with @wf.workflow, or a Workflows registry), starts a run in one transaction
     and drives it: steps run here, every transition commits with its event. Without --wait
     it stops when the run blocks on a sleep or a hook (resume it later with --id); with
-    --detach it only starts the run. Exit 0 completed (or left running), 2 failed or
+    --detach it only starts the run and, in the same transaction, hands it to the workers
+    of --queue (`wfctl worker`). Exit 0 completed (or left running), 2 failed or
     cancelled, 3 could not start, 1 still running when --timeout expired.
 
     [bold]Examples[/bold]
       wfctl run docs/examples/checkout.py:checkout '["order-1"]'
       wfctl --format json run myapp.flows:checkout '["o-1"]' --wait --timeout 15m
       wfctl run myapp.flows:checkout '["o-1"]' --idempotency-key o-1 --detach
+      wfctl run myapp.flows:checkout '["o-2"]' --detach --queue payments
       wfctl run myapp.flows:checkout --id wrun_01J... --wait
     """
     st = state(ctx)
@@ -202,16 +219,23 @@ def run_command(
         except json.JSONDecodeError as exc:
             raise UsageError(f"ARGS is not JSON: {exc}") from None
         args = parsed if isinstance(parsed, list) else [parsed]
-    with runtime_store(st, allow_node_peer=allow_node_peer) as store:
+    with runtime_store(st, allow_node_peer=allow_node_peer, queue=detach) as store:
         try:
             created = ex.create(
-                wdef, args, run_id=run_id, idempotency_key=idempotency_key, conn=store.conn
+                wdef,
+                args,
+                run_id=run_id,
+                idempotency_key=idempotency_key,
+                conn=store.conn,
+                queue=queue if detach else None,
             )
         except (ValueError, TypeError) as exc:  # bad input, SerializationError, wrong id
             raise WfctlError(f"could not start the run: {exc}", status=ExitStatus.UNKNOWN) from None
         if created.existing:
             st.output.message(f"wfctl: run {created.run_id} already exists ({created.status})")
         if detach:
+            if created.existing and created.status in ("pending", "running"):
+                store.enqueue(created.run_id, wdef.name, queue)  # hand an existing run over
             report_done(st, ex.Done(created.run_id, created.status), created.existing)
             return
         runner = ex.Executor(wdef.registry, store, log=st.output.debug)

@@ -82,6 +82,7 @@ class StepDef:
     fn: Callable[..., Any]
     name: str
     max_retries: int
+    timeout: float | None = None  # seconds; an attempt that runs longer fails (and retries)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not engine.in_workflow():
@@ -154,9 +155,12 @@ class Workflows:
         *,
         max_retries: int = DEFAULT_MAX_RETRIES,
         name: str | None = None,
+        timeout: str | float | timedelta | None = None,
     ) -> Any:
+        limit = None if timeout is None else parse_duration(timeout).total_seconds()
+
         def register(f: Callable[..., Any]) -> StepDef:
-            sdef = StepDef(f, name or _qualified(f, "step"), max(0, max_retries))
+            sdef = StepDef(f, name or _qualified(f, "step"), max(0, max_retries), limit)
             functools.update_wrapper(sdef, f)
             self.steps[sdef.name] = sdef
             return sdef

@@ -55,6 +55,7 @@ class Done:
     output: Any = None
     error: str | None = None
     error_code: str | None = None
+    next_due: datetime | None = None  # blocked run: its next timer (None: a hook, or nothing)
 
 
 @dataclass
@@ -68,6 +69,10 @@ class _Result:
 
 class Unseen(Exception):
     """The run holds events this executor has not fed yet."""
+
+
+class StepTimeoutError(Exception):
+    """A step attempt ran longer than its `timeout` (retried like any other error)."""
 
 
 # The default connection for the authoring API's `start()` / `RunHandle.result()`.
@@ -97,8 +102,9 @@ def create(
     run_id: str | None = None,
     idempotency_key: str | None = None,
     conn: psycopg.Connection[Any] | None = None,
+    queue: str | None = None,
 ) -> Created:
-    """Start a run: one transaction (run row, slot marker, run_created)."""
+    """Start a run: one transaction (run row, slot marker, run_created[, queue row])."""
     own = conn is None
     conn = conn or _default_connection(workflow.registry)
     try:
@@ -110,7 +116,11 @@ def create(
                 raise ValueError(f"run {run_id} exists and belongs to workflow {existing.name}")
             return Created(run_id, existing.status, existing=True)
         return store.create_run(
-            run_id, workflow.name, workflow.encode_input(args), idempotency_key=idempotency_key
+            run_id,
+            workflow.name,
+            workflow.encode_input(args),
+            idempotency_key=idempotency_key,
+            queue=queue,
         )
     finally:
         if own:
@@ -135,10 +145,14 @@ class Executor:
         store: Store,
         *,
         log: Callable[[str], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
         self.log = log or (lambda _m: None)
+        # Asked between steps (a worker shutting down): commit what is done, start nothing
+        # new, and return the run as `running` (next_due = now) for another driver.
+        self.stop = stop
         self._pool: ThreadPoolExecutor | None = None
         self._aloop: asyncio.AbstractEventLoop | None = None
 
@@ -224,6 +238,12 @@ class Executor:
                 self._queue_terminal(tx, outcome)
                 floor = self._flush(tx, engine, commit=True)
                 return self._finished(run_id)
+            if self.stop is not None and self.stop():
+                if not tx.empty or tx.written:
+                    self._flush(tx, engine, commit=True)
+                else:
+                    tx.rollback()
+                return Done(run_id, "running", next_due=datetime.now(UTC))
             to_run, resolving, next_due = self._queue_commands(tx, outcome.commands)
             if resolving:  # due waits completed: feed and look again before committing
                 floor = self._flush(tx, engine)
@@ -238,7 +258,7 @@ class Executor:
                 continue
             # Blocked on a wait, a hook or a retry delay.
             if not wait:
-                return Done(run_id, "running")
+                return Done(run_id, "running", next_due=next_due)
             if deadline is not None and time.monotonic() >= deadline:
                 return Done(run_id, "running", error="timed out waiting")
             pause = POLL_SECONDS
@@ -347,7 +367,7 @@ class Executor:
         if len(to_run) == 1:
             cmd, attempt = to_run[0]
             step = self.registry.steps.get(cmd.step_name)
-            if step is not None and not step.is_async:
+            if step is not None and not step.is_async and step.timeout is None:
                 return [self._run_sync(cmd, attempt)]
         loop = self._aloop or asyncio.new_event_loop()
         self._aloop = loop
@@ -386,12 +406,24 @@ class Executor:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
             if step.is_async:
-                value = await step.invoke(self._step_args(cmd))
+                body = step.invoke(self._step_args(cmd))
             else:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="wfctl-step")
                 loop = asyncio.get_running_loop()
-                value = await loop.run_in_executor(self._pool, step.invoke, self._step_args(cmd))
+                body = loop.run_in_executor(self._pool, step.invoke, self._step_args(cmd))
+            if step.timeout is None:
+                value = await body
+            else:
+                # A sync body that overruns keeps its thread until it returns (Python cannot
+                # kill a thread); its late result is ignored.
+                try:
+                    value = await asyncio.wait_for(body, step.timeout)
+                except TimeoutError:
+                    raise StepTimeoutError(
+                        f"step {cmd.step_name} attempt {attempt} ran longer than "
+                        f"{step.timeout:g}s"
+                    ) from None
             res.value = serde.dumps(value, f"the result of step {cmd.step_name}")
         except Exception as exc:
             res.exc = exc

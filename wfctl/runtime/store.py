@@ -108,6 +108,10 @@ class Store:
             slots = bool(row and row[0])
         self.slots = slots
         self.writer = EventWriter(slots=slots)
+        # The worker's queue (wfctl revision w0004): hook receipt wakes a queued run and a
+        # run's end removes its queue row, each in the transition's own transaction.
+        queue_row = conn.execute(sql.load("worker/has_queue")).fetchone()
+        self.queued = bool(queue_row and queue_row[0])
         tz_row = conn.execute("SELECT current_setting('TimeZone')").fetchone()
         try:
             self.tz: Any = ZoneInfo(str(tz_row[0])) if tz_row else UTC
@@ -152,8 +156,10 @@ class Store:
         *,
         idempotency_key: str | None = None,
         deployment_id: str = DEPLOYMENT_ID,
+        queue: str | None = None,
     ) -> Created:
-        """Run row + slot marker (slot era) + run_created at its first position: one tx."""
+        """Run row + slot marker (slot era) + run_created at its first position: one tx.
+        With `queue`, the run is also handed to that queue's workers in the same tx."""
         attributes = {IDEMPOTENCY_ATTRIBUTE: idempotency_key} if idempotency_key else {}
         event_data: dict[str, Any] = {
             "deploymentId": deployment_id,
@@ -193,6 +199,8 @@ class Store:
             else:
                 self.writer.append_batch(conn, run_id, [first], scheme="legacy").result()
                 self._schemes[run_id] = "legacy"
+            if queue is not None:
+                self.enqueue(run_id, name, queue)
         return Created(run_id, "pending")
 
     # -- reads ----------------------------------------------------------------------------
@@ -238,6 +246,14 @@ class Store:
         """A new transaction for transitions of one run; `floor`: newest event id known."""
         return Tx(self, run_id, self.scheme(run_id), floor)
 
+    def enqueue(self, run_id: str, name: str, queue: str) -> None:
+        """Hand a run to a queue's workers (inside the caller's transaction, if any)."""
+        if not self.queued:
+            raise LookupError("this database has no worker queue (wfctl bootstrap adds it)")
+        self.conn.execute(
+            sql.load("worker/enqueue"), {"run_id": run_id, "queue": queue, "name": name}
+        )
+
     # -- external writers -------------------------------------------------------------------
 
     def cancel(self, run_id: str, reason: str | None) -> str:
@@ -261,6 +277,8 @@ class Store:
                 },
             )
             self._delete_children(conn, run_id)
+            if self.queued:
+                conn.execute(sql.load("worker/dequeue"), {"run_id": run_id})
             data = {"cancelReason": reason[:512]} if reason else None
             self.writer.append(conn, run_id, "run_cancelled", None, data, _spec(row[3]))
         return status
@@ -284,6 +302,8 @@ class Store:
                 {"token": token, "payload": payload},
                 _spec(run[3]),
             )
+            if self.queued:
+                conn.execute(sql.load("worker/wake"), {"run_id": run_id})
         return run_id, hook_id
 
     def _delete_children(self, conn: psycopg.Connection[Any], run_id: str) -> None:
@@ -451,6 +471,8 @@ class Tx:
         self._ops.append(("runtime/delete_run_waits", {"run_id": self.run_id}))
         hooks = "runtime/delete_run_hooks_slot" if self.store.slots else "runtime/delete_run_hooks"
         self._ops.append((hooks, {"run_id": self.run_id}))
+        if self.store.queued:
+            self._ops.append(("worker/dequeue", {"run_id": self.run_id}))
 
     # -- sending --
 

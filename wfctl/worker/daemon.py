@@ -1,0 +1,272 @@
+"""The worker process: N slots that lease runs and drive them, a heartbeat that renews the
+leases and runs single-flight recovery, and a LISTEN connection that wakes idle slots.
+
+Ownership: a slot drives a run only while it holds the run's queue lease; the executor also
+holds the run's session advisory lock (`runtime/run_lock`), so even a worker that stalled past
+its lease cannot drive a run concurrently with the worker that recovered it: the second
+driver gets `busy` until the first one's connection (and its lock) is gone.
+
+Shutdown (`request_stop`, on SIGTERM/SIGINT): slots stop taking runs; a slot in the middle of
+a drive finishes the step it runs, commits it, starts nothing new and hands the run back
+(ready at once for another worker); then every lease left is handed back and the worker's
+row removed. SIGKILL leaves leases that recovery clears once they expire.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from wfctl.runtime.api import Workflows
+from wfctl.runtime.executor import Executor
+from wfctl.runtime.store import TERMINAL, Store
+from wfctl.worker import queue as q
+from wfctl.world import ids
+
+Connect = Callable[[], psycopg.Connection[Any]]
+
+
+@dataclass
+class WorkerConfig:
+    queue: str = "default"
+    concurrency: int = 4
+    lease: float = 15.0  # seconds; heartbeats every lease/3
+    poll: float = 1.0  # idle fallback when no NOTIFY arrives
+    limits: dict[str, int] = field(default_factory=dict)  # workflow name -> max leased runs
+    busy_retry: float = 1.0  # a run another process drives: look again after this long
+
+
+class Worker:
+    def __init__(
+        self,
+        registry: Workflows,
+        connect: Connect,
+        config: WorkerConfig | None = None,
+        *,
+        log: Callable[[str], None] | None = None,
+        debug: Callable[[str], None] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.connect = connect
+        self.config = config or WorkerConfig()
+        self.log = log or (lambda _m: None)
+        self.debug = debug or (lambda _m: None)
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.worker_id = f"{self.host}:{self.pid}:{ids.prefixed('wkr')[4:]}"
+        self.names = sorted(registry.workflows)
+        self._stopping = threading.Event()
+        self._done = threading.Event()
+        self._cond = threading.Condition()
+        self._gen = 0
+        self._held: dict[str, q.Claim] = {}
+        self._held_lock = threading.Lock()
+        self.drives = 0
+
+    # -- control ------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+        self._wake()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def held(self) -> list[str]:
+        with self._held_lock:
+            return sorted(self._held)
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._gen += 1
+            self._cond.notify_all()
+
+    # -- main -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Register, serve until `request_stop`, hand back what is held, unregister."""
+        cfg = self.config
+        with self.connect() as conn:
+            q.register(
+                conn,
+                worker=self.worker_id,
+                host=self.host,
+                pid=self.pid,
+                queue=cfg.queue,
+                concurrency=cfg.concurrency,
+                lease=cfg.lease,
+            )
+        self.log(
+            f"wfctl worker: {self.worker_id} serving queue {cfg.queue!r} "
+            f"({len(self.names)} workflow(s), concurrency {cfg.concurrency}, lease {cfg.lease:g}s)"
+        )
+        side = [
+            threading.Thread(target=self._listen, name="wfctl-listen", daemon=True),
+            threading.Thread(target=self._heartbeat, name="wfctl-heartbeat", daemon=True),
+        ]
+        slots = [
+            threading.Thread(target=self._slot, args=(i,), name=f"wfctl-slot-{i}", daemon=True)
+            for i in range(cfg.concurrency)
+        ]
+        for t in side + slots:
+            t.start()
+        try:
+            while not self._stopping.wait(0.2):
+                pass
+        finally:
+            self._stopping.set()
+            self._wake()
+            for t in slots:
+                t.join()
+            self._done.set()
+            for t in side:
+                t.join(timeout=5)
+            with self.connect() as conn:
+                q.unregister(conn, worker=self.worker_id)
+            self.log(f"wfctl worker: {self.worker_id} stopped after {self.drives} drive(s)")
+
+    # -- slots ----------------------------------------------------------------------------
+
+    def _slot(self, index: int) -> None:
+        while not self.stopping:
+            try:
+                with self.connect() as conn:
+                    self._serve(conn)
+            except psycopg.Error as exc:
+                if self.stopping:
+                    return
+                self.log(f"wfctl worker: slot {index}: {_one_line(exc)}; reconnecting in 1s")
+                time.sleep(1.0)
+
+    def _serve(self, conn: psycopg.Connection[Any]) -> None:
+        cfg = self.config
+        store = Store(conn)
+        executor = Executor(self.registry, store, log=self.debug, stop=self._stopping.is_set)
+        try:
+            while not self.stopping:
+                with self._cond:
+                    gen = self._gen
+                claim = q.claim(
+                    conn,
+                    worker=self.worker_id,
+                    queue=cfg.queue,
+                    names=self.names,
+                    lease=cfg.lease,
+                    limits=cfg.limits,
+                )
+                if claim is None:
+                    delay = q.next_ready(conn, queue=cfg.queue, names=self.names)
+                    pause = cfg.poll if delay is None else max(0.0, min(cfg.poll, delay))
+                    if pause > 0:
+                        with self._cond:
+                            if self._gen == gen and not self.stopping:
+                                self._cond.wait(pause)
+                    continue
+                self._drive(conn, executor, claim)
+        finally:
+            executor.close()
+
+    def _drive(self, conn: psycopg.Connection[Any], executor: Executor, claim: q.Claim) -> None:
+        with self._held_lock:
+            self._held[claim.run_id] = claim
+        self.drives += 1
+        ready_at: datetime | None
+        try:
+            try:
+                done = executor.drive(claim.run_id)
+            except psycopg.Error:
+                raise
+            except Exception as exc:
+                # A bug or an unusable run: back off (grows with the claims) and look again.
+                backoff = min(60.0, 0.1 * 2 ** min(claim.claims, 10))
+                self.log(
+                    f"wfctl worker: run {claim.run_id}: {_one_line(exc)}; retry in {backoff:g}s"
+                )
+                ready_at = datetime.now(UTC) + timedelta(seconds=backoff)
+            else:
+                self.debug(f"wfctl worker: run {claim.run_id}: {done.status}")
+                if done.status in TERMINAL:
+                    q.drop_ended(conn, run_id=claim.run_id, worker=self.worker_id)
+                    return
+                if done.status == "busy":
+                    ready_at = datetime.now(UTC) + timedelta(seconds=self.config.busy_retry)
+                else:
+                    ready_at = done.next_due
+            q.release(
+                conn,
+                run_id=claim.run_id,
+                worker=self.worker_id,
+                seen=claim.wake_seq,
+                ready_at=ready_at,
+            )
+        finally:
+            with self._held_lock:
+                self._held.pop(claim.run_id, None)
+
+    # -- side threads ---------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        while not self._done.is_set():
+            try:
+                with self.connect() as conn:
+                    conn.execute(f"LISTEN {q.CHANNEL}")
+                    while not self._done.is_set():
+                        for note in conn.notifies(timeout=0.5):
+                            if note.payload == self.config.queue:
+                                self._wake()
+            except psycopg.Error as exc:
+                if self._done.is_set():
+                    return
+                self.log(f"wfctl worker: listener: {_one_line(exc)}; polling until it is back")
+                self._done.wait(1.0)
+
+    def _heartbeat(self) -> None:
+        cfg = self.config
+        interval = cfg.lease / 3
+        conn: psycopg.Connection[Any] | None = None
+        while not self._done.is_set():
+            try:
+                if conn is None or conn.closed:
+                    conn = self.connect()
+                renewed, registered = q.heartbeat(conn, worker=self.worker_id, lease=cfg.lease)
+                if not registered:
+                    q.register(
+                        conn,
+                        worker=self.worker_id,
+                        host=self.host,
+                        pid=self.pid,
+                        queue=cfg.queue,
+                        concurrency=cfg.concurrency,
+                        lease=cfg.lease,
+                    )
+                lost = set(self.held()) - renewed
+                if lost:
+                    self.log(f"wfctl worker: lease lost for {', '.join(sorted(lost))} (stalled?)")
+                recovered = q.recover(conn)
+                if recovered and (recovered[0] or recovered[1]):
+                    self.log(
+                        f"wfctl worker: recovery: {recovered[0]} run(s) past their lease "
+                        f"made ready, {recovered[1]} dead worker(s) removed"
+                    )
+            except psycopg.Error as exc:
+                self.log(f"wfctl worker: heartbeat: {_one_line(exc)}")
+                if conn is not None:
+                    conn.close()
+                conn = None
+            self._done.wait(interval)
+        if conn is not None:
+            conn.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
