@@ -278,18 +278,27 @@ def machine(admin: str) -> dict[str, Any]:
     }
 
 
-def python_startup(repeat: int = 5) -> float:
-    """Wall time of `python -m wfctl --version`: interpreter start-up plus wfctl's imports."""
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "wfctl", "--version"], check=True,
-                       capture_output=True, cwd=str(ROOT))  # fmt: skip
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+STARTUP = {
+    "python -c pass": ["-c", "pass"],
+    "python -m wfctl --version": ["-m", "wfctl", "--version"],
+    "import alembic + sqlalchemy": ["-c", "import alembic.command, alembic.config, sqlalchemy"],
+}
 
 
-def print_table(figs: list[DbFigures], startup: float) -> None:
+def python_startup(repeat: int = 7) -> dict[str, float]:
+    """Median wall time of interpreter start-up, of wfctl's imports, and of alembic's."""
+    medians = {}
+    for label, args in STARTUP.items():
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, *args], check=True, capture_output=True, cwd=ROOT)
+            times.append(time.perf_counter() - started)
+        medians[label] = statistics.median(times)
+    return medians
+
+
+def print_table(figs: list[DbFigures], startup: dict[str, float]) -> None:
     print(
         "\n| world | events | default: wall (median) | default: checks | --all: wall "
         "| --all: checks | count(*) warm | --all / count(*) | peak RSS |"
@@ -303,7 +312,7 @@ def print_table(figs: list[DbFigures], startup: float) -> None:
             f"| {f.median('all', 'report_s'):.2f} s | {f.count_warm_s:.2f} s | {ratio:.1f}x "
             f"| {f.peak_rss():.0f} MB |"
         )
-    print(f"\n`python -m wfctl --version` (interpreter + imports): {startup:.3f} s")
+    print("\nstart-up (median wall): " + ", ".join(f"{k} {v:.3f} s" for k, v in startup.items()))
     for f in figs:
         if f.all_runs:
             slow = sorted(f.all_runs[-1].check_seconds.items(), key=lambda kv: -kv[1])[:6]

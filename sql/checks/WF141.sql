@@ -5,59 +5,59 @@
 -- Log order is id order within a run (wevt_ ULIDs or evnt_ slots; one scheme per run).
 -- Age: newest event's created_at (DB default) -> localtimestamp.
 -- params: live_only, run_ids, since, min_age.
--- Performance: the CTEs are NOT MATERIALIZED (a materialized `ev` wrote every event of the
--- scope to a temp file), per_entity reads only the event types its tests look at (the
--- plan then groups the run_id-ordered stream with an incremental sort instead of a
--- spilling hash), and `newest` (every event of the entity, as before) is looked up for
--- the few problem entities only.
-WITH runs AS NOT MATERIALIZED (
+-- Performance: one pass over the scope's events, grouped by (run, entity) from the run_id
+-- order of the scan (an incremental sort, no spilling hash, no materialized CTE); only the
+-- event types the tests look at are read, and a problem entity's `newest` (over all of its
+-- events, as always) is looked up for the few problem entities only.
+WITH runs AS (
     SELECT r.id
     FROM workflow.workflow_runs r
     WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 ),
-ev AS NOT MATERIALIZED (
-    SELECT e.run_id, e.id, e.type, e.correlation_id, e.created_at
+per_key AS (
+    -- Key: the entity (correlation id); a run's run_created events, whatever their
+    -- correlation id, form the run's own group (key NULL), as a per-run count.
+    SELECT e.run_id,
+           CASE WHEN e.type = 'run_created' THEN NULL ELSE e.correlation_id END AS entity,
+           count(*) FILTER (WHERE e.type = 'run_created') AS run_createds,
+           max(e.created_at) FILTER (WHERE e.type = 'run_created') AS newest_run_created,
+           count(*) FILTER (WHERE e.type IN ('step_completed', 'step_failed')) AS step_terminals,
+           count(*) FILTER (WHERE e.type = 'wait_completed') AS wait_terminals,
+           max(e.id) FILTER (WHERE e.type = 'step_started') AS last_started,
+           min(e.id) FILTER (WHERE e.type IN ('step_completed', 'step_failed')) AS first_terminal,
+           max(e.id) FILTER (WHERE e.type = 'hook_received') AS last_received,
+           min(e.id) FILTER (WHERE e.type = 'hook_disposed') AS first_disposed
     FROM runs r
     JOIN workflow.workflow_events e ON e.run_id = r.id
-),
-per_entity AS (
-    SELECT run_id, correlation_id,
-           count(*) FILTER (WHERE type IN ('step_completed', 'step_failed')) AS step_terminals,
-           count(*) FILTER (WHERE type = 'wait_completed') AS wait_terminals,
-           max(id) FILTER (WHERE type = 'step_started') AS last_started,
-           min(id) FILTER (WHERE type IN ('step_completed', 'step_failed')) AS first_terminal,
-           max(id) FILTER (WHERE type = 'hook_received') AS last_received,
-           min(id) FILTER (WHERE type = 'hook_disposed') AS first_disposed
-    FROM ev
-    WHERE correlation_id IS NOT NULL
-      AND type IN ('step_completed', 'step_failed', 'wait_completed', 'step_started',
-                   'hook_received', 'hook_disposed')
-    GROUP BY run_id, correlation_id
+    WHERE e.type = 'run_created'
+       OR (e.correlation_id IS NOT NULL
+           AND e.type IN ('step_completed', 'step_failed', 'wait_completed', 'step_started',
+                          'hook_received', 'hook_disposed'))
+    GROUP BY 1, 2
 ),
 problems AS (
-    SELECT p.run_id, p.correlation_id AS entity_id,
-           (SELECT max(o.created_at) FROM workflow.workflow_events o
-            WHERE o.run_id = p.run_id AND o.correlation_id = p.correlation_id) AS newest,
-           concat_ws('; ',
-               CASE WHEN step_terminals > 1 THEN
-                   format('%%s terminal events for one step', step_terminals) END,
-               CASE WHEN wait_terminals > 1 THEN
-                   format('%%s wait_completed events for one wait', wait_terminals) END,
-               CASE WHEN last_started > first_terminal THEN
-                   'step_started after the step''s terminal event' END,
-               CASE WHEN last_received > first_disposed THEN
-                   'hook_received after hook_disposed' END) AS detail
-    FROM per_entity p
-    WHERE step_terminals > 1 OR wait_terminals > 1
-       OR last_started > first_terminal OR last_received > first_disposed
-    UNION ALL
-    SELECT run_id, run_id, max(created_at), format('%%s run_created events', count(*))
-    FROM ev
-    WHERE type = 'run_created'
-    GROUP BY run_id
-    HAVING count(*) > 1
+    SELECT k.run_id,
+           coalesce(k.entity, k.run_id) AS entity_id,
+           CASE WHEN k.entity IS NULL THEN k.newest_run_created
+                ELSE (SELECT max(o.created_at) FROM workflow.workflow_events o
+                      WHERE o.run_id = k.run_id AND o.correlation_id = k.entity) END AS newest,
+           CASE WHEN k.entity IS NULL THEN format('%%s run_created events', k.run_createds)
+                ELSE concat_ws('; ',
+                    CASE WHEN k.step_terminals > 1 THEN
+                        format('%%s terminal events for one step', k.step_terminals) END,
+                    CASE WHEN k.wait_terminals > 1 THEN
+                        format('%%s wait_completed events for one wait', k.wait_terminals) END,
+                    CASE WHEN k.last_started > k.first_terminal THEN
+                        'step_started after the step''s terminal event' END,
+                    CASE WHEN k.last_received > k.first_disposed THEN
+                        'hook_received after hook_disposed' END) END AS detail
+    FROM per_key k
+    WHERE (k.entity IS NULL AND k.run_createds > 1)
+       OR (k.entity IS NOT NULL
+           AND (k.step_terminals > 1 OR k.wait_terminals > 1
+                OR k.last_started > k.first_terminal OR k.last_received > k.first_disposed))
 )
 SELECT p.run_id,
        p.entity_id,
