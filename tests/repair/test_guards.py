@@ -85,7 +85,14 @@ def _stale_apply(real_world, findings):
         world = model.inspect(conn, with_drift=False)
         opts = runner.RepairOptions(min_age=runner.timedelta(0))
         return runner._apply_run(
-            conn, world, EventWriter(slots=False), opts, findings[0].run_id, findings, "stale"
+            conn,
+            world,
+            EventWriter(slots=False),
+            opts,
+            findings[0].run_id,
+            findings,
+            "stale",
+            runner.LockedJobs(),
         )
 
 

@@ -3,7 +3,7 @@
 For each run with findings, on --apply:
 1. lock the run row (FOR UPDATE, bounded by the session's lock_timeout); refuse the whole
    run while a queue job for it is locked (a live writer may be about to insert the same
-   event);
+   event; the locked jobs are read as a snapshot at most a second old, see LockedJobs);
 2. per finding, in a savepoint: let the repair lock and read its entity row, re-run the very
    check SQL doctor used, scoped to this run, and refuse ("state moved", "too young") unless
    the finding still holds past --min-age; then append through the shared EventWriter, act on
@@ -185,12 +185,13 @@ def repair(
 
     def one(session: psycopg.Connection[Any], run_id: str, todo: list[Finding]) -> None:
         started = time.perf_counter()
-        items = _apply_run(session, world, writer, options, run_id, todo, reason)
+        items = _apply_run(session, world, writer, options, run_id, todo, reason, locked_jobs)
         with lock:
             report.items.extend(items)
             report.lock_hold_ms.append((time.perf_counter() - started) * 1000)
 
     lock = threading.Lock()
+    locked_jobs = LockedJobs()
     if connect is None or options.workers <= 1 or len(batches) < 2:
         for run_id, todo in batches:
             one(conn, run_id, todo)
@@ -313,6 +314,29 @@ def _guards(finding: Finding, world: World) -> list[str]:
     return out
 
 
+class LockedJobs:
+    """Which runs have a queue job locked right now: one snapshot shared by all workers,
+    refreshed when older than `max_age` seconds. A job locked within that last second may be
+    missed; the age gate (--min-age) is the guard that covers the original writer's window."""
+
+    def __init__(self, max_age: float = 1.0) -> None:
+        self.max_age = max_age
+        self._lock = threading.Lock()
+        self._taken = -1.0
+        self._by_run: dict[str, dict[str, Any]] = {}
+
+    def holder(
+        self, conn: psycopg.Connection[Any], task: str, run_id: str
+    ) -> dict[str, Any] | None:
+        with self._lock:
+            if time.monotonic() - self._taken > self.max_age:
+                with conn.cursor(row_factory=dict_row) as cur:
+                    rows = cur.execute(sql.load("repair/locked_jobs"), {"task": task}).fetchall()
+                self._by_run = {r["run_id"]: r for r in rows}
+                self._taken = time.monotonic()
+            return self._by_run.get(run_id)
+
+
 def _apply_run(
     conn: psycopg.Connection[Any],
     world: World,
@@ -321,15 +345,16 @@ def _apply_run(
     run_id: str,
     findings: list[Finding],
     reason: str,
+    locked_jobs: LockedJobs,
 ) -> list[Item]:
     items: list[Item] = []
     try:
         with conn.transaction():
             ctx = _context(conn, world, writer, options, run_id, lock=True)
             if world.has_graphile:
-                locked = ctx.fetch("repair/locked_jobs_for_run", task=options.task)
-                if locked:
-                    raise Refused(_locked_message(locked[0]))
+                holder = locked_jobs.holder(conn, options.task, run_id)
+                if holder is not None:
+                    raise Refused(_locked_message(holder))
             for finding in findings:
                 items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1))
     except Refused as exc:
