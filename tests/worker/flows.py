@@ -65,6 +65,14 @@ def flaky(key: str, failures: int) -> str:
     return f"ok after {n}"
 
 
+@wf.step(max_retries=3, backoff=0.05)
+def bouncy(key: str) -> int:
+    n = effect(key, "bouncy")
+    if n == 1:
+        raise ValueError("first attempt fails; retried after the backoff")
+    return n
+
+
 @wf.step
 async def fan(key: str, i: int) -> int:
     await asyncio.to_thread(effect, key, f"fan-{i}")
@@ -104,7 +112,9 @@ async def chain(key: str, n: int) -> int:
 
 @wf.workflow
 async def retrying(key: str, failures: int) -> str:
-    return await flaky(key, failures)
+    first = await flaky(key, failures)
+    await bouncy(key)
+    return first
 
 
 @wf.workflow

@@ -29,7 +29,7 @@ from wfctl import sql
 from wfctl.runtime import serde
 from wfctl.runtime.store import TERMINAL
 
-BUDGET = {"work": 4, "flaky": 4, "fan": 4, "slowpoke": 3, "suicide": 2}
+BUDGET = {"work": 4, "flaky": 4, "bouncy": 4, "fan": 4, "slowpoke": 3, "suicide": 2}
 
 
 @dataclass
@@ -50,11 +50,11 @@ class StormResult:
     statuses: Counter[str] = field(default_factory=Counter)
 
 
-def plan_runs(conn: Any, n: int, rng: random.Random) -> list[Planned]:
+def plan_runs(conn: Any, n: int, rng: random.Random, prefix: str = "s") -> list[Planned]:
     kinds = ["chain", "chain", "retrying", "sleepy", "hooked", "parallel", "timed"]
     planned: list[Planned] = []
     for i in range(n):
-        key = f"s{i}"
+        key = f"{prefix}{i}"
         kind = "doomed" if i % 20 == 7 else rng.choice(kinds)
         if kind == "chain":
             p = Planned(start(conn, flows.chain, key, 5), key, kind, "completed", 10)
@@ -85,7 +85,11 @@ def run_storm(
     seed: int,
     lease: str = "2s",
     timeout: float = 240,
+    kill_gap: tuple[float, float] = (0.2, 1.2),
+    refill: bool = False,
 ) -> StormResult:
+    """`refill`: when every run has ended before all kills were made, start another batch
+    (the benchmark's long storms)."""
     prepare(db)
     rng = random.Random(seed)
     began = time.monotonic()
@@ -111,13 +115,18 @@ def run_storm(
                 if victim.alive():
                     victim.kill()
                     killed += 1
-                next_kill = now + rng.uniform(0.2, 1.2)
+                next_kill = now + rng.uniform(*kill_gap)
             for token, p in list(hooks.items()):
                 if resume(conn, token, serde.dumps({"key": p.key}, "a hook payload")):
                     del hooks[token]
             found = statuses(conn, run_ids)
             if all(s in TERMINAL for s in found.values()) and not hooks:
-                break
+                if not (refill and killed < kills):
+                    break
+                batch = plan_runs(conn, runs, rng, prefix=f"b{len(planned)}-")
+                planned += batch
+                run_ids += [p.run_id for p in batch]
+                hooks.update({f"hook-{p.key}": p for p in batch if p.kind == "hooked"})
             time.sleep(0.1)
         for w in procs:
             assert w.term(60) == 0, w.log()[-3000:]
@@ -129,7 +138,7 @@ def run_storm(
         # Graceful exits removed their rows; SIGKILLed workers' rows wait for recovery (run by
         # any live worker) and are no longer shown as live.
         assert conn.execute(sql.load("worker/status_workers")).fetchall() == []
-        result = StormResult(runs, killed, self_kills, seconds)
+        result = StormResult(len(planned), killed, self_kills, seconds)
         result.statuses.update(statuses(conn, run_ids).values())
     doctor_clean(run_cli, db.dsn)
     return result
@@ -173,7 +182,7 @@ def check_outcome(conn: Any, planned: list[Planned]) -> None:
         if status == "completed":
             expected_steps = {
                 "chain": {f"work-{i}" for i in range(5)},
-                "retrying": {"flaky"},
+                "retrying": {"flaky", "bouncy"},
                 "sleepy": {"work-0", "work-1"},
                 "hooked": {"work-0", "work-1"},
                 "parallel": {"fan-0", "fan-1", "fan-2"},

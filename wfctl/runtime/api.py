@@ -83,6 +83,7 @@ class StepDef:
     name: str
     max_retries: int
     timeout: float | None = None  # seconds; an attempt that runs longer fails (and retries)
+    backoff: float | None = None  # seconds: retry n waits backoff * 2**(n-1) (durable timer)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not engine.in_workflow():
@@ -156,11 +157,13 @@ class Workflows:
         max_retries: int = DEFAULT_MAX_RETRIES,
         name: str | None = None,
         timeout: str | float | timedelta | None = None,
+        backoff: str | float | timedelta | None = None,
     ) -> Any:
         limit = None if timeout is None else parse_duration(timeout).total_seconds()
+        base = None if backoff is None else parse_duration(backoff).total_seconds()
 
         def register(f: Callable[..., Any]) -> StepDef:
-            sdef = StepDef(f, name or _qualified(f, "step"), max(0, max_retries), limit)
+            sdef = StepDef(f, name or _qualified(f, "step"), max(0, max_retries), limit, base)
             functools.update_wrapper(sdef, f)
             self.steps[sdef.name] = sdef
             return sdef

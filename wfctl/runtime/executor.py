@@ -358,6 +358,11 @@ class Executor:
             else:
                 delta = ra if isinstance(ra, timedelta) else timedelta(seconds=float(ra))
                 retry_after = datetime.now(UTC) + delta
+        else:
+            step = self.registry.steps.get(cmd.step_name)
+            if step is not None and step.backoff:
+                delay = step.backoff * 2 ** max(0, res.attempt - 1)
+                retry_after = datetime.now(UTC) + timedelta(seconds=delay)
         tx.retry_step(cmd.correlation_id, cmd.step_name, error, retry_after)
 
     # -- step execution -------------------------------------------------------------------
