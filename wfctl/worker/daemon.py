@@ -75,7 +75,7 @@ class Worker:
 
     def request_stop(self) -> None:
         self._stopping.set()
-        self._wake()
+        self._wake(everyone=True)
 
     @property
     def stopping(self) -> bool:
@@ -85,10 +85,15 @@ class Worker:
         with self._held_lock:
             return sorted(self._held)
 
-    def _wake(self) -> None:
+    def _wake(self, everyone: bool = False) -> None:
+        """One NOTIFY = one run made ready: wake one idle slot, not a herd of claimers (a
+        busy slot claims again as soon as its drive ends). Stopping wakes everyone."""
         with self._cond:
             self._gen += 1
-            self._cond.notify_all()
+            if everyone:
+                self._cond.notify_all()
+            else:
+                self._cond.notify()
 
     # -- main -----------------------------------------------------------------------------
 
@@ -124,7 +129,7 @@ class Worker:
                 pass
         finally:
             self._stopping.set()
-            self._wake()
+            self._wake(everyone=True)
             for t in slots:
                 t.join()
             self._done.set()
@@ -237,7 +242,10 @@ class Worker:
             try:
                 if conn is None or conn.closed:
                     conn = self.connect()
-                renewed, registered = q.heartbeat(conn, worker=self.worker_id, lease=cfg.lease)
+                held = self.held()
+                renewed, registered = q.heartbeat(
+                    conn, worker=self.worker_id, lease=cfg.lease, runs=held
+                )
                 if not registered:
                     q.register(
                         conn,
@@ -248,9 +256,10 @@ class Worker:
                         concurrency=cfg.concurrency,
                         lease=cfg.lease,
                     )
-                lost = set(self.held()) - renewed
+                lost = set(held) - renewed
                 if lost:
-                    self.log(f"wfctl worker: lease lost for {', '.join(sorted(lost))} (stalled?)")
+                    # (or released by its slot since `held`): the run lock still guards it
+                    self.debug(f"wfctl worker: not renewed: {', '.join(sorted(lost))}")
                 recovered = q.recover(conn)
                 if recovered and (recovered[0] or recovered[1]):
                     self.log(

@@ -97,9 +97,13 @@ def register(
     )
 
 
-def heartbeat(conn: psycopg.Connection[Any], *, worker: str, lease: float) -> tuple[set[str], bool]:
-    """Renew our leases; returns (runs still held, whether our worker row still exists)."""
-    rows = conn.execute(sql.load("worker/heartbeat"), {"worker": worker, "lease": lease}).fetchall()
+def heartbeat(
+    conn: psycopg.Connection[Any], *, worker: str, lease: float, runs: list[str]
+) -> tuple[set[str], bool]:
+    """Renew the leases of `runs`; returns (runs renewed, whether our worker row exists)."""
+    rows = conn.execute(
+        sql.load("worker/heartbeat"), {"worker": worker, "lease": lease, "runs": runs}
+    ).fetchall()
     held = {str(r[0]) for r in rows}
     if rows:
         return held, bool(rows[0][1])

@@ -1,0 +1,365 @@
+"""`wfctl worker` throughput, step overhead, wake-up latency, and a large crash storm.
+
+    python benchmarks/bench_worker.py [--dsn ADMIN_DSN] [--steps 100] [--no-dbos]
+        [--wake 50] [--storm-runs 200] [--storm-kills 0] [--storm-workers 4]
+
+On one local server (a throwaway pgserver unless --dsn):
+- wfctl: C runs (C = 1, 4, 16) of S trivial sequential steps each, handed to W worker
+  processes (W = 1, 2; `--concurrency 16`): throughput in steps/s (all steps / wall time from
+  the first creation to the last step body's start) and per-step overhead p50 / p99 (the gap
+  between consecutive step bodies of one run; each body returns time.time());
+- DBOS Transact 3.4 (the `bench` extra), same workload in one process (C workflows started
+  with DBOS.start_workflow, same step body), same server, same run of this script;
+- wake-up latency on an idle worker: hook resumed (before its COMMIT) -> next step body
+  starts; durable timer due (resumeAt) -> next step body starts; p50 / p99 / max;
+- optionally a crash storm (tests/worker/test_storm.py) with --storm-kills SIGKILLs.
+Prints a JSON report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from wfctl.runtime import Workflows, create_hook, sleep  # noqa: E402
+
+wf = Workflows()
+
+
+@wf.step(name="bench.stamp")
+def stamp(i: int) -> float:
+    return time.time()
+
+
+@wf.workflow(name="bench.chain")
+async def chain(n: int) -> list[float]:
+    return [await stamp(i) for i in range(n)]
+
+
+@wf.workflow(name="bench.hooked")
+async def hooked(token: str) -> float:
+    await stamp(0)
+    await create_hook(token=token)
+    return await stamp(1)
+
+
+@wf.workflow(name="bench.timer")
+async def timer(seconds: float) -> float:
+    await stamp(0)
+    await sleep(seconds)
+    return await stamp(1)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def dist(values_ms: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(statistics.median(values_ms), 3),
+        "p99_ms": round(percentile(values_ms, 0.99), 3),
+        "max_ms": round(max(values_ms), 3),
+        "n": len(values_ms),
+    }
+
+
+def make_db(admin: str, name: str) -> str:
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        c.execute(f'CREATE DATABASE "{name}"')
+    return psycopg.conninfo.make_conninfo(admin, dbname=name)
+
+
+def world(admin: str, name: str) -> str:
+    from wfctl.bootstrap import bootstrap
+
+    dsn = make_db(admin, name)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        bootstrap(c, "beta29")
+    return dsn
+
+
+def start_workers(dsn: str, n: int, log_dir: Path, concurrency: int = 16) -> list[Any]:
+    procs = []
+    for i in range(n):
+        log = (log_dir / f"w{i}.log").open("wb")
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "wfctl",
+                    "--dsn",
+                    dsn,
+                    "worker",
+                    "benchmarks/bench_worker.py:wf",
+                    "--concurrency",
+                    str(concurrency),
+                ],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        )
+    deadline = time.monotonic() + 30
+    with psycopg.connect(dsn, autocommit=True) as c:
+        while c.execute("SELECT count(*) FROM wfctl.workers").fetchone()[0] < n:  # type: ignore[index]
+            assert time.monotonic() < deadline, "workers did not start"
+            time.sleep(0.05)
+    time.sleep(0.3)
+    return procs
+
+
+def stop_workers(procs: list[Any]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        assert p.wait(30) == 0
+
+
+def wait_done(conn: psycopg.Connection[Any], run_ids: list[str], timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        row = conn.execute(
+            "SELECT count(*) FROM workflow.workflow_runs WHERE id = ANY(%s)"
+            " AND status IN ('completed', 'failed', 'cancelled')",
+            (run_ids,),
+        ).fetchone()
+        if row and row[0] == len(run_ids):
+            return
+        assert time.monotonic() < deadline, "runs did not finish"
+        time.sleep(0.01)
+
+
+def outputs(conn: psycopg.Connection[Any], run_ids: list[str]) -> list[Any]:
+    from wfctl.runtime import serde
+    from wfctl.world import codec
+
+    rows = conn.execute(
+        "SELECT status::text, output_cbor FROM workflow.workflow_runs WHERE id = ANY(%s)",
+        (run_ids,),
+    ).fetchall()
+    assert all(r[0] == "completed" for r in rows), rows
+    return [serde.loads(codec.decode(r[1])) for r in rows]
+
+
+def bench_wfctl(admin: str, workers: int, concurrent: int, steps: int, tmp: Path) -> dict[str, Any]:
+    from wfctl.runtime.executor import create
+
+    dsn = world(admin, f"bench_worker_{workers}_{concurrent}")
+    procs = start_workers(dsn, workers, tmp)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            t0 = time.time()
+            run_ids = [
+                create(chain, [steps], conn=conn, queue="default").run_id for _ in range(concurrent)
+            ]
+            wait_done(conn, run_ids)
+            stamps = outputs(conn, run_ids)
+            wall = max(max(s) for s in stamps) - t0  # first creation -> last step body
+    finally:
+        stop_workers(procs)
+    gaps = [(b - a) * 1000 for s in stamps for a, b in itertools.pairwise(s)]
+    return {
+        "workers": workers,
+        "concurrent_runs": concurrent,
+        "steps_per_s": round(concurrent * steps / wall, 1),
+        "step_overhead": dist(gaps),
+    }
+
+
+def bench_dbos(admin: str, concurrent: int, steps: int) -> dict[str, Any]:
+    from dbos import DBOS
+
+    dsn = make_db(admin, f"bench_worker_dbos_{concurrent}")
+    parts = psycopg.conninfo.conninfo_to_dict(dsn)
+    host = str(parts.get("host", "localhost"))
+    user, port, db = parts.get("user", "postgres"), parts.get("port", 5432), parts["dbname"]
+    url = (
+        f"postgresql://{user}@/{db}?host={host}&port={port}"
+        if host.startswith("/")
+        else f"postgresql://{user}@{host}:{port}/{db}"
+    )
+
+    @DBOS.step()
+    def dbos_stamp(i: int) -> float:
+        return time.time()
+
+    @DBOS.workflow()
+    def dbos_chain(n: int) -> list[float]:
+        return [dbos_stamp(i) for i in range(n)]
+
+    DBOS(config={"name": f"wfctl-bench-{concurrent}", "system_database_url": url})
+    DBOS.launch()
+    try:
+        dbos_chain(3)  # warm up
+        t0 = time.time()
+        handles = [DBOS.start_workflow(dbos_chain, steps) for _ in range(concurrent)]
+        stamps = [h.get_result() for h in handles]
+        wall = max(max(s) for s in stamps) - t0  # first start -> last step body
+    finally:
+        DBOS.destroy(destroy_registry=True)
+    gaps = [(b - a) * 1000 for s in stamps for a, b in itertools.pairwise(s)]
+    return {
+        "workers": 1,
+        "concurrent_runs": concurrent,
+        "steps_per_s": round(concurrent * steps / wall, 1),
+        "step_overhead": dist(gaps),
+    }
+
+
+def bench_wake(admin: str, n: int, tmp: Path) -> dict[str, Any]:
+    from wfctl.runtime import serde
+    from wfctl.runtime.executor import create
+    from wfctl.runtime.store import Store
+
+    dsn = world(admin, "bench_worker_wake")
+    procs = start_workers(dsn, 1, tmp, concurrency=4)
+    hook_ms: list[float] = []
+    timer_ms: list[float] = []
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            store = Store(conn)
+            for i in range(n):
+                run_id = create(hooked, [f"wake-{i}"], conn=conn, queue="default").run_id
+                while conn.execute(
+                    "SELECT ready_at IS NULL AND lease_owner IS NULL FROM wfctl.run_queue"
+                    " WHERE run_id = %s",
+                    (run_id,),
+                ).fetchone() != (True,):
+                    time.sleep(0.002)
+                time.sleep(0.05)  # the worker is idle again
+                t0 = time.time()
+                store.resume_hook(f"wake-{i}", serde.dumps(None, "payload"))
+                wait_done(conn, [run_id])
+                hook_ms.append((outputs(conn, [run_id])[0] - t0) * 1000)
+            for _ in range(n):
+                run_id = create(timer, [0.2], conn=conn, queue="default").run_id
+                wait_done(conn, [run_id])
+                due = next(e for e in store.read_events(run_id) if e.type == "wait_created")
+                resume_at = due.data["resumeAt"]
+                timer_ms.append((outputs(conn, [run_id])[0] - resume_at.timestamp()) * 1000)
+    finally:
+        stop_workers(procs)
+    return {"hook_resumed_to_next_step": dist(hook_ms), "timer_due_to_next_step": dist(timer_ms)}
+
+
+def bench_storm(admin: str, runs: int, kills: int, nworkers: int, tmp: Path) -> dict[str, Any]:
+    from tests.worker.conftest import WorkerProc
+    from tests.worker.test_storm import run_storm
+    from wfctl.bootstrap import bootstrap
+
+    dsn = make_db(admin, "bench_worker_storm")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        bootstrap(c, "beta29")
+
+    class Db:
+        def __init__(self, dsn: str) -> None:
+            self.dsn = dsn
+
+        def connect(self) -> psycopg.Connection[Any]:
+            return psycopg.connect(self.dsn, autocommit=True)
+
+    made: list[WorkerProc] = []
+
+    def workers(dsn: str, *args: str) -> WorkerProc:
+        w = WorkerProc(dsn, tmp / f"storm-{len(made)}.log", ["tests.worker.flows", *args])
+        made.append(w)
+        return w.start()
+
+    def run_cli(*args: str) -> tuple[int, str, str]:
+        p = subprocess.run(
+            [sys.executable, "-m", "wfctl", *args], cwd=ROOT, capture_output=True, text=True
+        )
+        return p.returncode, p.stdout, p.stderr
+
+    result = run_storm(
+        Db(dsn),
+        run_cli,
+        workers,
+        runs=runs,
+        kills=kills,
+        nworkers=nworkers,
+        seed=1,
+        timeout=7200,
+        kill_gap=(0.3, 1.0),
+        refill=True,
+    )
+    return {
+        "runs": result.runs,
+        "sigkills": result.kills,
+        "self_kills_by_doomed_steps": result.self_kills,
+        "workers": nworkers,
+        "seconds": round(result.seconds, 1),
+        "statuses": dict(result.statuses),
+        "checks": "all passed (expected statuses, doctor clean, no double terminal, budgets)",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dsn", help="admin DSN of an existing server (default: pgserver)")
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--no-dbos", action="store_true")
+    parser.add_argument("--wake", type=int, default=50)
+    parser.add_argument("--storm-runs", type=int, default=200)
+    parser.add_argument("--storm-kills", type=int, default=0)
+    parser.add_argument("--storm-workers", type=int, default=4)
+    parser.add_argument("--only", choices=["throughput", "wake", "storm"])
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="wfctl-bench-worker-"))
+    server = None
+    if args.dsn:
+        admin = args.dsn
+    else:
+        import pgserver
+
+        server = pgserver.get_server(str(tmp / "pg"), cleanup_mode="stop")
+        admin = str(server.get_uri())
+    report: dict[str, Any] = {"cores": os.cpu_count(), "steps_per_run": args.steps}
+    try:
+        with psycopg.connect(admin, autocommit=True) as c:
+            report["server"] = {
+                k: c.execute(f"SHOW {k}").fetchone()[0]  # type: ignore[index]
+                for k in ("server_version", "fsync", "synchronous_commit")
+            }
+        if args.only in (None, "throughput"):
+            report["wfctl"] = [
+                bench_wfctl(admin, w, c, args.steps, tmp) for w in (1, 2) for c in (1, 4, 16)
+            ]
+            if not args.no_dbos:
+                try:
+                    report["dbos"] = [bench_dbos(admin, c, args.steps) for c in (1, 4, 16)]
+                except Exception as exc:
+                    report["dbos"] = f"failed: {type(exc).__name__}: {exc}"
+        if args.only in (None, "wake"):
+            report["wake"] = bench_wake(admin, args.wake, tmp)
+        if args.storm_kills and args.only in (None, "storm"):
+            report["storm"] = bench_storm(
+                admin, args.storm_runs, args.storm_kills, args.storm_workers, tmp
+            )
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
