@@ -51,6 +51,27 @@ def explain(
         return "\n".join(str(r[0]) for r in rows.fetchall())
 
 
+def gen_command(manifest: dict[str, Any], dbname: str) -> str:
+    """The gen_world.py command line that rebuilds a world from its manifest."""
+    parts = ["python benchmarks/gen_world.py"]
+    parts.append(f"--runs {manifest.get('runs')} --events-per-run {manifest.get('events_per_run')}")
+    parts.append(f"--live {manifest.get('live')}")
+    if manifest.get("era") == "slot":
+        parts.append("--era slot")
+    if not manifest.get("queue", True):
+        parts.append("--no-queue")
+    parts.append(f"--dbname {dbname}")
+    return " ".join(parts)
+
+
+def manifest_of(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    row = conn.execute(
+        "SELECT shobj_description(oid, 'pg_database') FROM pg_database"
+        " WHERE datname = current_database()"
+    ).fetchone()
+    return json.loads(row[0]) if row and row[0] else {}
+
+
 def world_label(conn: psycopg.Connection[Any]) -> str:
     row = conn.execute(
         "SELECT current_database(), shobj_description(oid, 'pg_database'),"
@@ -130,15 +151,16 @@ def main(argv: list[str] | None = None) -> int:
         "what `wfctl repair` does (the same text as `wfctl doctor --explain CODE`), the SQL",
         "file, and the plan PostgreSQL chooses for it on a large generated world.",
         "",
-        f"Regenerated on {datetime.now(UTC):%Y-%m-%d} with `{cmd}`, after",
-        "`python benchmarks/gen_world.py` built the worlds (see",
+        f"Regenerated on {datetime.now(UTC):%Y-%m-%d} with `{cmd}`",
+        "on worlds built by `benchmarks/gen_world.py` (figures and machine in",
         "[benchmarks.md](benchmarks.md#wfctl-doctor-issue-3)). PostgreSQL "
         f"{version[0] if version else '?'}, stock planner settings (work_mem 4MB,",
         "random_page_cost 4). Worlds:",
         "",
     ]
     for era, conn in conns.items():
-        out.append(f"- {era}: {world_label(conn)}")
+        out.append(f"- {era}: {world_label(conn)}; built with")
+        out.append(f"  `{gen_command(manifest_of(conn), str(conn.info.dbname))}`")
     out += [
         "",
         "Plans are taken as the doctor runs each query: a server-side cursor",
