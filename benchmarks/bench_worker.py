@@ -75,6 +75,7 @@ def dist(values_ms: list[float]) -> dict[str, float]:
         "p50_ms": round(statistics.median(values_ms), 3),
         "p99_ms": round(percentile(values_ms, 0.99), 3),
         "max_ms": round(max(values_ms), 3),
+        "worst5_ms": [round(v, 1) for v in sorted(values_ms)[-5:]],
         "n": len(values_ms),
     }
 
