@@ -171,7 +171,6 @@ def check_outcome(conn: Any, planned: list[Planned]) -> None:
         if status != p.expected:
             # Legitimate only when kills used up a step's attempts: counted, then failed.
             assert status == "failed" and p.run_id in exhausted, (p, status)
-            assert any(n == BUDGET[s.split("-")[0]] for s, n in mine.items()), (p, mine)
             continue
         if p.kind == "doomed":
             # Two attempts, each killing its worker; an outside SIGKILL that lands between an
