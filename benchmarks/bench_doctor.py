@@ -157,7 +157,9 @@ def compare(fig: DbFigures, run: DoctorRun) -> None:
             fig.mismatches.append(f"{run.mode}: {code} in flight {got_f}, planted {exp_f}")
 
 
-def bench_db(admin: str, dbname: str, repeat: int, all_repeat: int) -> DbFigures:
+def bench_db(
+    admin: str, dbname: str, repeat: int, all_repeat: int, doctor: bool = True
+) -> DbFigures:
     dsn = gen_world.db_dsn(admin, dbname)
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute(
@@ -196,6 +198,8 @@ def bench_db(admin: str, dbname: str, repeat: int, all_repeat: int) -> DbFigures
     print(f"   count(*): first {fig.count_cold_s:.2f} s, warm {fig.count_warm_s:.2f} s "
           f"({fig.count_plan}); heap seq scan warm {fig.seqscan_warm_s:.2f} s, "
           f"single process {fig.seqscan_serial_s:.2f} s", flush=True)  # fmt: skip
+    if not doctor:
+        return fig
     run_doctor(dsn, "default", [])  # warm-up (interpreter, page cache)
     for _ in range(repeat):
         r = run_doctor(dsn, "default", [])
@@ -214,43 +218,67 @@ def bench_db(admin: str, dbname: str, repeat: int, all_repeat: int) -> DbFigures
     return fig
 
 
-WHAT_IF = {
-    "as doctor runs it (cursor, work_mem 4MB)": (True, None),
-    "cursor, work_mem 64MB": (True, "64MB"),
-    "plain query (parallel allowed), work_mem 64MB": (False, "64MB"),
-}
+@dataclass(frozen=True)
+class Variant:
+    """One way of running the history checks' SQL: which SQL text, cursor or not, work_mem."""
+
+    label: str
+    cursor: bool = True
+    work_mem: str | None = None
+    sql_rev: str | None = None  # a git revision's sql/ instead of the working tree's
 
 
-def what_if(admin: str, dbname: str) -> dict[str, dict[str, float]]:
-    """The history checks' SQL (--all scope) run in-process under runner variants.
+WHAT_IF = [
+    Variant("as doctor runs it (cursor, work_mem 4MB)"),
+    Variant("cursor, work_mem 64MB", work_mem="64MB"),
+    Variant("plain query (parallel allowed), work_mem 64MB", cursor=False, work_mem="64MB"),
+]
 
-    Not what `wfctl doctor` does today: figures for deciding whether the runner should
-    raise work_mem or stream a plain query (psycopg `cursor.stream()`, which PostgreSQL may
-    plan in parallel) instead of a server-side cursor (never parallel).
-    """
+
+def load_sql(name: str, rev: str | None) -> str:
     from wfctl import sql as wfctl_sql
+
+    if rev is None:
+        return wfctl_sql.load(name)
+    return subprocess.run(
+        ["git", "show", f"{rev}:sql/{name}.sql"], check=True, capture_output=True, text=True,
+        cwd=ROOT,
+    ).stdout  # fmt: skip
+
+
+def what_if(admin: str, dbname: str, variants: list[Variant]) -> dict[str, dict[str, float]]:
+    """The history checks' SQL (--all scope) run in-process, the way the runner does it
+    (a named cursor, rows streamed) or otherwise, one variant after the other.
+
+    For deciding whether the runner should raise work_mem or stream a plain query (psycopg
+    `cursor.stream()`, which PostgreSQL may plan in parallel) instead of a server-side
+    cursor (never parallel), and for comparing the SQL with an older revision's.
+    """
     from wfctl.checks import registry
+    from wfctl.checks.base import Needs
     from wfctl.doctor import DoctorOptions, sql_era
+    from wfctl.world import model
 
     params = DoctorOptions(all_runs=True).params()
     results: dict[str, dict[str, float]] = {}
     with psycopg.connect(gen_world.db_dsn(admin, dbname)) as conn:
-        from wfctl.world import model
-
         era = sql_era(model.inspect(conn, with_drift=False))
         conn.rollback()
-        for label, (cursor, work_mem) in WHAT_IF.items():
+        checks = [
+            c for c in registry.CHECKS
+            if Needs.QUEUE not in c.needs and (era == "slot" or Needs.SLOTS not in c.needs)
+            and c.code != "WF151"
+        ]  # fmt: skip
+        for variant in variants:
             per_check: dict[str, float] = {}
-            for check in registry.CHECKS:
-                if check.needs:
-                    continue  # queue/slot checks: small tables, or not applicable
-                query = wfctl_sql.load(check.sql_name(era))
+            for check in checks:
+                query = load_sql(check.sql_name(era), variant.sql_rev)
                 with conn.transaction():
                     conn.execute("SET TRANSACTION READ ONLY")
-                    if work_mem:
-                        conn.execute(f"SET LOCAL work_mem = '{work_mem}'")
+                    if variant.work_mem:
+                        conn.execute(f"SET LOCAL work_mem = '{variant.work_mem}'")
                     started = time.perf_counter()
-                    if cursor:
+                    if variant.cursor:
                         with conn.cursor(name="what_if") as cur:
                             cur.itersize = 2000
                             cur.execute(query, params)
@@ -261,8 +289,8 @@ def what_if(admin: str, dbname: str) -> dict[str, dict[str, float]]:
                             for _ in cur.stream(query, params):
                                 pass
                     per_check[check.code] = time.perf_counter() - started
-            results[label] = per_check
-            print(f"   what-if [{label}]: {sum(per_check.values()):.1f} s "
+            results[variant.label] = per_check
+            print(f"   {dbname} [{variant.label}]: {sum(per_check.values()):.1f} s "
                   + ", ".join(f"{c} {t:.1f}" for c, t in per_check.items() if t >= 0.5),
                   flush=True)  # fmt: skip
     return results
@@ -329,6 +357,8 @@ def print_table(figs: list[DbFigures], startup: dict[str, float]) -> None:
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for f in figs:
+        if not f.default_runs or not f.all_runs:
+            continue
         all_s = f.median("all", "report_s")
         ratio = all_s / f.seqscan_warm_s if f.seqscan_warm_s else 0.0
         print(
@@ -344,8 +374,9 @@ def print_table(figs: list[DbFigures], startup: dict[str, float]) -> None:
             slow = sorted(f.all_runs[-1].check_seconds.items(), key=lambda kv: -kv[1])[:6]
             print(f"{f.dbname} --all slowest checks: "
                   + ", ".join(f"{c} {s:.2f} s" for c, s in slow))  # fmt: skip
-        print(f"{f.dbname} findings vs planted: "
-              + ("all match" if not f.mismatches else "; ".join(f.mismatches)))  # fmt: skip
+        if f.default_runs:
+            print(f"{f.dbname} findings vs planted: "
+                  + ("all match" if not f.mismatches else "; ".join(f.mismatches)))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -358,14 +389,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write every figure here")
     p.add_argument("--what-if", action="store_true",
                    help="also time the history checks under other runner settings")  # fmt: skip
+    p.add_argument("--baseline-rev", metavar="REV",
+                   help="also time the history checks' SQL as of git revision REV (cursor, "
+                        "as the doctor runs it) against the working tree's")  # fmt: skip
+    p.add_argument("--skip-doctor", action="store_true",
+                   help="only the count(*) reference and the in-process variants")  # fmt: skip
     p.add_argument("--stop", action="store_true", help="stop the embedded server at the end")
     args = p.parse_args(argv)
     admin = args.dsn or gen_world.start_server(args.pgdata)
     info = machine(admin)
     print(json.dumps(info, indent=1))
     startup = python_startup()
-    figs = [bench_db(admin, db, args.repeat, args.all_repeat) for db in args.db]
-    variants = {db: what_if(admin, db) for db in args.db[-1:]} if args.what_if else {}
+    figs = [
+        bench_db(admin, db, args.repeat, args.all_repeat, not args.skip_doctor) for db in args.db
+    ]
+    variants: dict[str, dict[str, dict[str, float]]] = {}
+    chosen = list(WHAT_IF) if args.what_if else []
+    if args.baseline_rev:
+        chosen += [
+            Variant(
+                f"SQL of {args.baseline_rev} (cursor, work_mem 4MB)", sql_rev=args.baseline_rev
+            ),
+            Variant("SQL of the working tree (cursor, work_mem 4MB)"),
+        ]
+    if chosen:
+        for db in args.db if args.baseline_rev else args.db[-1:]:
+            variants[db] = what_if(admin, db, chosen)
     info["loadavg_after"] = os.getloadavg()
     print_table(figs, startup)
     print(f"load average before {info['loadavg_before']}, after {info['loadavg_after']}")
