@@ -9,7 +9,6 @@ import psycopg
 import typer
 
 from wfctl.app import app, state
-from wfctl.bootstrap import bootstrap as run_bootstrap
 from wfctl.db import connect, query_error
 from wfctl.output import Format
 
@@ -42,6 +41,9 @@ def bootstrap(
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
     with connect(st.target, autocommit=True) as conn:
         try:
+            # imported here: alembic/SQLAlchemy cost ~0.5 s that other commands never need
+            from wfctl.bootstrap import bootstrap as run_bootstrap
+
             result = run_bootstrap(conn, era.value)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "bootstrapping") from None

@@ -17,7 +17,6 @@ import typer
 
 from wfctl import sql
 from wfctl.app import State, app, state
-from wfctl.bootstrap import bootstrap, ensure_worker_schema
 from wfctl.db import connect, query_error
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
@@ -38,6 +37,9 @@ def runtime_store(
     With `queue`, the worker's tables (wfctl's own branch) are added where missing."""
     with connect(st.target, autocommit=True) as conn:
         try:
+            # imported here: alembic/SQLAlchemy cost ~0.5 s that other commands never need
+            from wfctl.bootstrap import bootstrap, ensure_worker_schema
+
             world = model.inspect(conn, with_drift=False)
             if not world.present and st.target.dsn.is_embedded:
                 st.output.message(
