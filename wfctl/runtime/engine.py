@@ -452,34 +452,40 @@ class Engine:
             when = (event.data or {}).get("retryAfter")
             req.retry_after = when if isinstance(when, datetime) else None
 
-    def _on_step_completed(self, event: Event) -> None:
+    def _terminal_step(self, event: Event) -> tuple[_Request, asyncio.Future[Any]] | None:
+        """The step a completion/failure settles, or None (unknown, or already settled: a
+        second terminal event for one step diverges)."""
         req = self._req(event, "step")
         if req is None or req.future is None:
-            return
+            return None
         if req.done:
             self._diverge(event, "a second terminal event for one step:")
-            return
+            return None
         req.done = True
+        return req, req.future
+
+    def _on_step_completed(self, event: Event) -> None:
+        settled = self._terminal_step(event)
+        if settled is None:
+            return
+        _, future = settled
         try:
             value = serde.loads((event.data or {}).get("result"))
         except ValueError as exc:
-            req.future.set_exception(exc)
+            future.set_exception(exc)
             return
-        req.future.set_result(value)
+        future.set_result(value)
 
     def _on_step_failed(self, event: Event) -> None:
-        req = self._req(event, "step")
-        if req is None or req.future is None:
+        settled = self._terminal_step(event)
+        if settled is None:
             return
-        if req.done:
-            self._diverge(event, "a second terminal event for one step:")
-            return
-        req.done = True
+        req, future = settled
         try:
             error = serde.loads((event.data or {}).get("error"))
         except ValueError:
             error = {"message": "undecodable error payload"}
-        req.future.set_exception(StepFailedError(req.name, error))
+        future.set_exception(StepFailedError(req.name, error))
 
     def _on_wait_created(self, event: Event) -> None:
         req = self._req(event, "wait")

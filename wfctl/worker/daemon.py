@@ -97,19 +97,24 @@ class Worker:
 
     # -- main -----------------------------------------------------------------------------
 
+    def _register(self, conn: psycopg.Connection[Any]) -> None:
+        """Announce (or re-announce after a lost row) this worker and its limits."""
+        cfg = self.config
+        q.register(
+            conn,
+            worker=self.worker_id,
+            host=self.host,
+            pid=self.pid,
+            queue=cfg.queue,
+            concurrency=cfg.concurrency,
+            lease=cfg.lease,
+        )
+
     def run(self) -> None:
         """Register, serve until `request_stop`, hand back what is held, unregister."""
         cfg = self.config
         with self.connect() as conn:
-            q.register(
-                conn,
-                worker=self.worker_id,
-                host=self.host,
-                pid=self.pid,
-                queue=cfg.queue,
-                concurrency=cfg.concurrency,
-                lease=cfg.lease,
-            )
+            self._register(conn)
         self.log(
             f"wfctl worker: {self.worker_id} serving queue {cfg.queue!r} "
             f"({len(self.names)} workflow(s), concurrency {cfg.concurrency}, lease {cfg.lease:g}s)"
@@ -247,15 +252,7 @@ class Worker:
                     conn, worker=self.worker_id, lease=cfg.lease, runs=held
                 )
                 if not registered:
-                    q.register(
-                        conn,
-                        worker=self.worker_id,
-                        host=self.host,
-                        pid=self.pid,
-                        queue=cfg.queue,
-                        concurrency=cfg.concurrency,
-                        lease=cfg.lease,
-                    )
+                    self._register(conn)
                 lost = set(held) - renewed
                 if lost:
                     # (or released by its slot since `held`): the run lock still guards it
