@@ -226,6 +226,26 @@ def test_explain_and_bad_codes(run_cli) -> None:
     assert status == ExitStatus.USAGE and "known codes" in err
     status, _, err = run_cli("--dsn", "postgresql://x@127.0.0.1:1/x", "doctor", "--min-age", "soon")
     assert status == ExitStatus.USAGE and "--min-age" in err
+    status, _, err = run_cli("--dsn", "postgresql://x@127.0.0.1:1/x", "doctor", "--work-mem", "64")
+    assert status == ExitStatus.USAGE and "--work-mem" in err
+
+
+def test_work_mem_changes_plans_not_findings(sick_world, real_world, run_cli) -> None:
+    """--work-mem only sizes the scan's hash tables: the same findings at any setting."""
+    found = {}
+    for setting, reported in (("server", None), ("1MB", "1MB"), ("1GB", "1GB")):
+        status, out, _ = run_cli(
+            "--dsn", real_world.dsn, "--format", "json", "doctor", "--all", "--min-age", "0s",
+            "--limit", "50", "--work-mem", setting,
+        )  # fmt: skip
+        assert status == ExitStatus.CRITICAL
+        report = json.loads(out)
+        jsonschema.validate(report, SCHEMA)
+        assert report["options"]["work_mem"] == reported
+        found[setting] = {
+            (c["code"], s["entity_id"]) for c in report["checks"] for s in c["samples"]
+        }
+    assert found["server"] == found["1MB"] == found["1GB"] and found["server"]
 
 
 def test_no_world_exits_unknown(empty_db, run_cli) -> None:

@@ -15,11 +15,18 @@ SELECT s.run_id,
        s.created_at AS observed_at,
        s.created_at >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('step %%s status %%s attempt %%s%%s', s.step_name, s.status, s.attempt,
-              CASE WHEN EXISTS (SELECT 1 FROM workflow.workflow_events o
-                                WHERE o.run_id = s.run_id AND o.correlation_id = s.step_id)
-                   THEN ' (other events for the step exist: report only)' ELSE '' END) AS detail
+              CASE WHEN other.found THEN ' (other events for the step exist: report only)'
+                   ELSE '' END) AS detail
 FROM runs r
 JOIN workflow.workflow_steps s ON s.run_id = r.id
+-- A LATERAL with LIMIT, not an EXISTS in the select list: the planner turns such an EXISTS
+-- into a hashed subplan over every event when it expects many findings (--all), where a
+-- probe per finding (a handful) is what is wanted.
+LEFT JOIN LATERAL (
+    SELECT true AS found FROM workflow.workflow_events o
+    WHERE o.run_id = s.run_id AND o.correlation_id = s.step_id
+    LIMIT 1
+) other ON true
 WHERE NOT EXISTS (
     SELECT 1 FROM workflow.workflow_events e
     WHERE e.run_id = s.run_id AND e.correlation_id = s.step_id AND e.type = 'step_created'

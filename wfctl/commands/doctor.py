@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -61,6 +62,15 @@ def doctor_command(
         Path | None,
         typer.Option("--output", help="Write the report to FILE atomically (textfile collector)."),
     ] = None,
+    work_mem: Annotated[
+        str,
+        typer.Option(
+            "--work-mem",
+            envvar="WFCTL_WORK_MEM",
+            help="work_mem for the scan's own transaction (e.g. 64MB, 1GB; 'server' keeps the"
+            " server's): history checks hash millions of keys and spill below it.",
+        ),
+    ] = "64MB",
     explain: Annotated[
         str | None, typer.Option("--explain", metavar="CODE", help="Explain one finding code.")
     ] = None,
@@ -92,6 +102,7 @@ def doctor_command(
         limit=limit,
         attempt_threshold=attempt_threshold,
         job_prefix=job_prefix,
+        work_mem=_work_mem(work_mem),
     )
     checks = registry.select(only)
     with connect(st.target) as conn:
@@ -111,6 +122,18 @@ def doctor_command(
     if fmt is Format.TEXT:
         st.output.message(doctor_render.summary_line(report))
     raise typer.Exit(int(report.exit_status))
+
+
+def _work_mem(text: str) -> str | None:
+    """A PostgreSQL memory size, checked here so a typo is a usage error, not a failed scan."""
+    value = text.strip()
+    if value.lower() == "server":
+        return None
+    if not re.fullmatch(r"[1-9][0-9]*(kB|MB|GB)", value):
+        raise UsageError(
+            f"--work-mem: cannot read {text!r} as a memory size", hint="use e.g. 64MB, 512MB, 1GB"
+        )
+    return value
 
 
 def _run(
