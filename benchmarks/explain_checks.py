@@ -2,9 +2,9 @@
 
 The prose comes from one source, each check's `explanation` in `wfctl/checks/wf*.py`; the
 plans come from the generated worlds (benchmarks/gen_world.py), taken exactly as the doctor
-runs each query: `EXPLAIN DECLARE ... CURSOR FOR <the check's SQL>` with the parameters of
-`DoctorOptions` (a cursor is planned for a first fraction of its rows, and never in
-parallel, so a plain `EXPLAIN SELECT` would show a different plan).
+runs each query: a plain `EXPLAIN <the check's SQL>` (the doctor streams plain queries, so
+the server may plan them in parallel) with the parameters and the transaction-local
+`work_mem` of `DoctorOptions`.
 
 Default-mode plans are `EXPLAIN (ANALYZE, BUFFERS)`: they take milliseconds. `--all`
 plans are plain `EXPLAIN` (estimates only) for the checks that read history.
@@ -43,11 +43,14 @@ OUTPUT = ROOT / "docs" / "checks.md"
 def explain(
     conn: psycopg.Connection[Any], query: str, params: dict[str, Any], analyze: bool
 ) -> str:
-    """The plan of `query` as the doctor's server-side cursor would run it."""
+    """The plan of `query` as the doctor runs it: a plain query, the doctor's work_mem."""
     options = "(ANALYZE, BUFFERS)" if analyze else ""
+    work_mem = DoctorOptions().work_mem
     with conn.transaction():
         conn.execute("SET TRANSACTION READ ONLY")
-        rows = conn.execute(f"EXPLAIN {options} DECLARE wfctl_explain CURSOR FOR {query}", params)
+        if work_mem:
+            conn.execute("SELECT set_config('work_mem', %s, true)", (work_mem,))
+        rows = conn.execute(f"EXPLAIN {options} {query}", params)
         return "\n".join(str(r[0]) for r in rows.fetchall())
 
 
@@ -154,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         f"Regenerated on {datetime.now(UTC):%Y-%m-%d} with `{cmd}`",
         "on worlds built by `benchmarks/gen_world.py` (figures and machine in",
         "[benchmarks.md](benchmarks.md#wfctl-doctor-issue-3)). PostgreSQL "
-        f"{version[0] if version else '?'}, stock planner settings (work_mem 4MB,",
-        "random_page_cost 4). Worlds:",
+        f"{version[0] if version else '?'}, stock planner settings (random_page_cost 4,",
+        "max_parallel_workers_per_gather 2) but for the doctor's own transaction-local",
+        f"work_mem ({DoctorOptions().work_mem}, `--work-mem`). Worlds:",
         "",
     ]
     for era, conn in conns.items():
@@ -163,9 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         out.append(f"  `{gen_command(manifest_of(conn), str(conn.info.dbname))}`")
     out += [
         "",
-        "Plans are taken as the doctor runs each query: a server-side cursor",
-        "(`EXPLAIN DECLARE ... CURSOR FOR ...`), which PostgreSQL plans for the first 10 % of",
-        "its rows (`cursor_tuple_fraction`) and never in parallel. *Default* is the cron scope",
+        "Plans are taken as the doctor runs each query: a plain query whose rows are streamed",
+        "(`cursor.stream()`), which PostgreSQL may plan in parallel. *Default* is the cron scope",
         "(pending/running runs and the queue), with `EXPLAIN (ANALYZE, BUFFERS)`; *--all* is",
         "the history scan, `EXPLAIN` only (estimates), for the checks that read history.",
         "",
