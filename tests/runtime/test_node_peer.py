@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import signal
 import subprocess
 import sys
@@ -54,6 +55,7 @@ pytestmark = pytest.mark.skipif(
     reason="node/npm not found: the real workflow runtime cannot be npm-installed",
 )
 
+logger = logging.getLogger("wfctl.nodepeer")  # observations: -o log_cli=true --log-cli-level=INFO
 ROOT = Path(__file__).resolve().parent.parent.parent
 FLOWS = "tests.runtime.flows"
 ALLOW = "--allow-node-peer"
@@ -259,7 +261,7 @@ def test_node_startup_recovery_fails_every_active_python_run(
         # Python run (an event it could not consume: a step, wait or hook of the Python code).
         assert "ReplayDivergenceError: Replay could not consume event" in log
         assert failed_now, "a Node start failed none of the active runs"
-    print("Node starts:", starts)
+    logger.info("Node starts: %s", starts)
     assert all(snapshot(db, runs[k])["status"] == "failed" for k in active), starts
     driver.join(30)
 
@@ -294,8 +296,8 @@ def test_node_startup_recovery_fails_every_active_python_run(
         assert failed["errorCode"] == "RUNTIME_ERROR"
         assert error_text(failed["error"]) == error
         assert snap["waits"] == [] and snap["hooks"] == []  # deleted with the run's end
-    print("failed without a run_failed event (the process died in between):", no_event)
-    print("error value:", error)
+    logger.info("failed without a run_failed event (the process died in between): %s", no_event)
+    logger.info("error value: %s", error)
     assert before["sleeping"]["waits"] and before["hooked"]["hooks"]
     assert (snapshot(db, runs["sleeping"])["waits"], snapshot(db, runs["hooked"])["hooks"]) == (
         [],
@@ -314,10 +316,37 @@ def test_node_startup_recovery_fails_every_active_python_run(
 
     # Afterwards the runs are final: wfctl cannot resume them.
     status, out, err = wfctl("run", f"{FLOWS}:sleeper", "--id", runs["sleeping"], "--wait", ALLOW)
-    print("wfctl run --id on a run the Node peer failed:", status, out, err)
+    logger.info("wfctl run --id on a run the Node peer failed: %s %s %s", status, out, err)
     assert status != 0 and (out is None or out.get("status") != "completed"), (out, err)
     status, out, err = wfctl("hooks", "resume", "approve-np", '{"ok": true}')
     assert status == 3 and "no active hook with token 'approve-np'" in err, err
+    # The --detach run's wfctl queue row stays; a wfctl worker retries the run with backoff
+    # (the same ValueError) instead of dropping it.
+    pending = runs["pending"]
+    out_text = worker_for(db, 3)
+    logger.info("wfctl worker beside the failed runs: %s", out_text.strip())
+    assert f"run {pending}: " in out_text and "gzip" in out_text and "retry in" in out_text
+    assert db.scalar("SELECT count(*) FROM wfctl.run_queue WHERE run_id = %s", (pending,)) == 1
+
+
+def worker_for(db: Db, seconds: float, until: Callable[[], bool] | None = None) -> str:
+    """Run `wfctl worker tests.runtime.flows --allow-node-peer` (a real process) until
+    `until()` holds (bounded by `seconds`), then SIGTERM it; its output."""
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "wfctl", "--dsn", db.dsn, "worker", FLOWS, ALLOW, "--poll", "0.1s"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not (until and until()):
+            time.sleep(0.1)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out = worker.communicate(timeout=30)[0].decode()
+    assert worker.returncode == 0, out
+    return out
 
 
 def delivered(rt: Runtime) -> list[str]:
@@ -364,19 +393,9 @@ def test_python_runs_started_after_node_and_node_runs_under_a_wfctl_worker(
     # handed to it and leaves the Node run and its wake-up job alone.
     status, out, _ = wfctl("run", f"{FLOWS}:sequential", "[3]", "--detach", ALLOW)
     detached = out["run_id"]
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "wfctl", "--dsn", db.dsn, "worker", FLOWS, ALLOW, "--poll", "0.1s"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_for_status(db.dsn, detached, {"completed"}, timeout=30)
-        time.sleep(1.5)
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker_out = worker.communicate(timeout=30)[0].decode()
-    assert worker.returncode == 0, worker_out
+    worker_for(db, 30, until=lambda: snapshot(db, detached)["status"] == "completed")
+    assert snapshot(db, detached)["status"] == "completed"
+    time.sleep(1.0)
     assert snapshot(db, node_run) == node_before
     assert jobs(db) == jobs_before
 
