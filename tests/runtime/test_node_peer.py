@@ -8,18 +8,21 @@ the compiled flow route, whose bundle holds the judge's TypeScript workflows onl
 deployment's bundle lacks the Python ones. The world is made by the package's own bootstrap
 (graphile_worker installed) and adopted by wfctl.
 
-What these tests pin down (observed, then asserted):
-- the Node process's startup recovery enqueues one `workflow_flows` job per pending/running
-  run, Python runs included; its flow route answers each with `{"ok":true}` after writing
-  `run_started` (pending runs) and `run_failed` (error code RUNTIME_ERROR, a gzip-compressed
-  WorkflowNotRegisteredError naming the Python workflow); the run's wait and hook rows are
+What these tests pin down (observed, then asserted; docs/runtime.md has the details):
+- a Node process's startup recovery enqueues one key-less `workflow_flows` job per
+  pending/running run, Python runs included; its flow route answers each `{"ok":true}` after
+  writing `run_started` (pending runs) and `run_failed` (RUNTIME_ERROR, a gzip-compressed
+  WorkflowNotRegisteredError naming the Python workflow); the run's waits and hooks are
   deleted; a step wfctl is executing stays `running`. Completed runs are not touched.
-- a failed run is final: `wfctl run --id` cannot resume it, `hooks resume` finds no hook.
-- then the Node process itself dies (exit 1): the replay it began for a Python run leaves an
-  unconsumed-event timer whose ReplayDivergenceError nobody handles.
+- then the Node process dies (exit 1): the replay it began for a Python run leaves an
+  unconsumed-event check whose ReplayDivergenceError nobody handles. Races of that crash are
+  accepted: jobs left locked by the dead process, a run not reached (the next start, as a
+  process manager would do it, fails it), a run failed without its `run_failed` event.
+- a failed run is final; what wfctl does with one today (`run --id`, a live driver, a worker:
+  a ValueError on the gzip error value; `hooks resume`: no active hook).
 - while a Node process is up, Python runs started after its start are not touched (wfctl
   enqueues nothing in graphile_worker), and a wfctl worker does not touch Node runs.
-- the refusal guard of `wfctl run` / `wfctl worker`.
+- the refusal guard of `wfctl run` / `wfctl worker`, and `--allow-node-peer`.
 
 Only node/npm missing skips the Node tests (first use installs the runtime, ~1 min).
 """
@@ -245,11 +248,21 @@ def test_node_startup_recovery_fails_every_active_python_run(
         if not still:
             break
         rt = node()
-        wait_until(lambda rt=rt: not rt.alive, 30, "the Node process exits")
-        assert rt.proc is not None and rt.proc.returncode == 1, rt.log_tail()
+
+        def settled(rt: Runtime = rt, still: list[str] = still) -> bool:
+            return not rt.alive or all(snapshot(db, runs[k])["status"] == "failed" for k in still)
+
+        wait_until(settled, 30, "the Node process exits or fails every active run")
+        if rt.alive:
+            time.sleep(1.5)  # the crash comes ~0.1 s after the failures
+        assert rt.proc is not None
+        exit_code = rt.proc.poll()
+        rt.stop()
         log = rt.log_text()
         failed_now = [k for k in still if snapshot(db, runs[k])["status"] == "failed"]
-        starts.append({"active": still, "failed": failed_now, "jobs_left": len(jobs(db))})
+        starts.append(
+            {"active": still, "failed": failed_now, "exit": exit_code, "jobs_left": len(jobs(db))}
+        )
         # Startup recovery: one key-less job per active run, Python runs included.
         assert f"Re-enqueued {len(still)} active run(s) on startup" in log
         assert sorted(delivered(rt)) == sorted(runs[k] for k in still)
@@ -257,11 +270,14 @@ def test_node_startup_recovery_fails_every_active_python_run(
         for key in still:  # answered `{"ok":true}` (job done) unless the process died first
             answers = [(f["status"], f["out"]) for f in rt.flow_lines(runs[key])]
             assert answers in ([(200, '{"ok":true}')], []), (key, answers)
-        # It died of an unhandled ReplayDivergenceError from the replay it began for a
-        # Python run (an event it could not consume: a step, wait or hook of the Python code).
-        assert "ReplayDivergenceError: Replay could not consume event" in log
+        if exit_code is not None:
+            # It died of an unhandled ReplayDivergenceError from the replay it began for a
+            # Python run (an event it could not consume: a step, wait or hook of Python code).
+            assert exit_code == 1, rt.log_tail()
+            assert "ReplayDivergenceError: Replay could not consume event" in log
         assert failed_now, "a Node start failed none of the active runs"
     logger.info("Node starts: %s", starts)
+    assert starts[0]["exit"] == 1, starts  # the first start found runs at a step/wait/hook
     assert all(snapshot(db, runs[k])["status"] == "failed" for k in active), starts
     driver.join(30)
 
@@ -298,11 +314,7 @@ def test_node_startup_recovery_fails_every_active_python_run(
         assert snap["waits"] == [] and snap["hooks"] == []  # deleted with the run's end
     logger.info("failed without a run_failed event (the process died in between): %s", no_event)
     logger.info("error value: %s", error)
-    assert before["sleeping"]["waits"] and before["hooked"]["hooks"]
-    assert (snapshot(db, runs["sleeping"])["waits"], snapshot(db, runs["hooked"])["hooks"]) == (
-        [],
-        [],
-    )
+    assert before["sleeping"]["waits"] and before["hooked"]["hooks"]  # (deleted above)
     # The step wfctl was executing stays `running` in a failed run; its result never lands.
     assert snapshot(db, runs["live"])["steps"] == [(before["live"]["steps"][0][0], "running", 1)]
     # The wfctl driver of that run does not finish it: today it stops on the gzip error value
