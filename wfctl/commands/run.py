@@ -59,18 +59,23 @@ def runtime_store(
 
 
 def refuse_node_peer(conn: psycopg.Connection[Any]) -> None:
-    """Refuse a world a Node deployment also uses (see docs/runtime.md, "Sharing a world").
+    """Refuse a world a Node deployment also uses (docs/runtime.md, "Sharing a world with a
+    Node deployment"; tests/runtime/test_node_peer.py).
 
-    The Node world's `start()` re-enqueues every pending/running run of the database, Python
-    ones included, and its runtime then handles them as its own.
+    Observed with the real package (world-postgres 5.0.0-beta.29, core 5.0.0-beta.39): a Node
+    process's `world.start()` re-enqueues every pending/running run, Python ones included; its
+    flow route, whose bundle lacks the Python workflow, writes `run_failed` (RUNTIME_ERROR,
+    WorkflowNotRegisteredError) into each within a second and deletes its waits and hooks.
+    A failed run is final: nothing can resume it.
     """
     row = conn.execute(sql.load("runtime/node_peers")).fetchone()
     if row is not None and row[0]:
         raise RefusedError(
-            "this world has the Node world's queue (graphile_worker): a Node deployment "
-            "re-enqueues every pending or running run at start-up, Python runs included",
+            "this world has the Node world's queue (graphile_worker): a Node deployment's "
+            "startup recovery would fail every pending or running Python run in it "
+            "(run_failed, WorkflowNotRegisteredError), for good",
             hint=f"use a separate database, or pass --allow-node-peer ({ALLOW_NODE_ENV}=1) "
-            "if no Node world process will ever start on it",
+            "if no Node world process will ever start on it (docs/runtime.md)",
         )
 
 
@@ -186,7 +191,11 @@ def run_command(
     ] = None,
     allow_node_peer: Annotated[
         bool,
-        typer.Option("--allow-node-peer", help="Run even where a Node world's queue exists."),
+        typer.Option(
+            "--allow-node-peer",
+            help="Run even where a Node world's queue exists (a Node process starting "
+            "on this database would fail every active Python run).",
+        ),
     ] = False,
 ) -> None:
     """Start a durable workflow run and drive it in this process.

@@ -90,7 +90,11 @@ def worker_command(
     ] = "1s",
     allow_node_peer: Annotated[
         bool,
-        typer.Option("--allow-node-peer", help="Run even where a Node world's queue exists."),
+        typer.Option(
+            "--allow-node-peer",
+            help="Run even where a Node world's queue exists (a Node process starting "
+            "on this database would fail every active Python run).",
+        ),
     ] = False,
 ) -> None:
     """Run workflows from the queue, or (`status`) show workers and queues.
