@@ -18,8 +18,9 @@ What these tests pin down (observed, then asserted; docs/runtime.md has the deta
   unconsumed-event check whose ReplayDivergenceError nobody handles. Races of that crash are
   accepted: jobs left locked by the dead process, a run not reached (the next start, as a
   process manager would do it, fails it), a run failed without its `run_failed` event.
-- a failed run is final; what wfctl does with one today (`run --id`, a live driver, a worker:
-  a ValueError on the gzip error value; `hooks resume`: no active hook).
+- a failed run is final; wfctl reads the gzip-compressed Error the Node runtime wrote
+  (`run --id --wait` and a live driver report `failed` with its message; a worker drops the
+  run's queue row); `hooks resume`: no active hook.
 - while a Node process is up, Python runs started after its start are not touched (wfctl
   enqueues nothing in graphile_worker), and a wfctl worker does not touch Node runs.
 - the refusal guard of `wfctl run` / `wfctl worker`, and `--allow-node-peer`.
@@ -173,7 +174,7 @@ def error_text(raw: bytes) -> str:
     (an `Error` reduced by the runtime's serializer, which wfctl's devalue subset does not
     revive): returned as text."""
     raw = bytes(raw)
-    assert raw[:4] == b"gzip", raw[:16]  # wfctl's serde reads `devl` only
+    assert raw[:4] == b"gzip", raw[:16]
     inner = gzip.decompress(raw[4:])
     assert inner[:4] == b"devl", inner[:16]
     return inner[4:].decode()
@@ -317,28 +318,32 @@ def test_node_startup_recovery_fails_every_active_python_run(
     assert before["sleeping"]["waits"] and before["hooked"]["hooks"]  # (deleted above)
     # The step wfctl was executing stays `running` in a failed run; its result never lands.
     assert snapshot(db, runs["live"])["steps"] == [(before["live"]["steps"][0][0], "running", 1)]
-    # The wfctl driver of that run does not finish it: today it stops on the gzip error value
-    # the Node runtime wrote (wfctl's serde reads `devl` only).
+    # The wfctl driver of that run sees the run end under it: its step's result never lands,
+    # and it reports the failure the Node runtime wrote (a gzip-compressed Error value).
     outcome = live.get("done") or live.get("exc")
-    assert not (isinstance(outcome, Done) and outcome.status == "completed"), outcome
-    assert "gzip" in repr(outcome) or (isinstance(outcome, Done) and outcome.status == "failed")
+    assert isinstance(outcome, Done) and outcome.status == "failed", outcome
+    assert "not registered" in (outcome.error or ""), outcome
 
     # The completed run: untouched.
     assert snapshot(db, runs["completed"]) == before["completed"]
 
-    # Afterwards the runs are final: wfctl cannot resume them.
+    # Afterwards the runs are final: wfctl cannot resume them, and says why.
     status, out, err = wfctl("run", f"{FLOWS}:sleeper", "--id", runs["sleeping"], "--wait", ALLOW)
     logger.info("wfctl run --id on a run the Node peer failed: %s %s %s", status, out, err)
-    assert status != 0 and (out is None or out.get("status") != "completed"), (out, err)
+    assert status == 2 and out is not None and out["status"] == "failed", (out, err)
+    assert "not registered" in str(out.get("error")), out
     status, out, err = wfctl("hooks", "resume", "approve-np", '{"ok": true}')
     assert status == 3 and "no active hook with token 'approve-np'" in err, err
-    # The --detach run's wfctl queue row stays; a wfctl worker retries the run with backoff
-    # (the same ValueError) instead of dropping it.
+    # The --detach run's wfctl queue row: a wfctl worker finds the run over and drops it.
     pending = runs["pending"]
-    out_text = worker_for(db, 3)
+    out_text = worker_for(
+        db,
+        10,
+        lambda: not db.scalar("SELECT count(*) FROM wfctl.run_queue WHERE run_id = %s", (pending,)),
+    )
     logger.info("wfctl worker beside the failed runs: %s", out_text.strip())
-    assert f"run {pending}: " in out_text and "gzip" in out_text and "retry in" in out_text
-    assert db.scalar("SELECT count(*) FROM wfctl.run_queue WHERE run_id = %s", (pending,)) == 1
+    assert "retry in" not in out_text, out_text
+    assert db.scalar("SELECT count(*) FROM wfctl.run_queue WHERE run_id = %s", (pending,)) == 0
 
 
 def worker_for(db: Db, seconds: float, until: Callable[[], bool] | None = None) -> str:

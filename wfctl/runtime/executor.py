@@ -186,8 +186,10 @@ class Executor:
         output = serde.loads(row.output) if row.status == "completed" else None
         error = None
         if row.error is not None:
-            value = serde.loads(row.error)
-            error = value.get("message") if isinstance(value, dict) else str(value)
+            try:
+                error = serde.error_message(serde.loads(row.error))
+            except serde.PayloadUnreadable as exc:
+                error = str(exc)
         return Done(run_id, row.status, output, error, row.error_code)
 
     def _drive(self, run_id: str, wait: bool, deadline: float | None) -> Done:

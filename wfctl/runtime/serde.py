@@ -15,6 +15,7 @@ Anything else raises `SerializationError` naming the value's type and where it c
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import traceback
@@ -24,6 +25,10 @@ from typing import Any
 PREFIX = b"devl"
 _MAX_SAFE = 2**53 - 1
 _UNDEFINED, _HOLE, _NAN, _POS_INF, _NEG_INF, _NEG_ZERO = -1, -2, -3, -4, -5, -6
+
+
+class PayloadUnreadable(ValueError):
+    """A payload in a format wfctl cannot open (encrypted, or a compression it lacks)."""
 
 
 class SerializationError(TypeError):
@@ -61,8 +66,10 @@ def stringify(value: Any, where: str = "a value") -> str:
             text = "true" if v else "false"
         elif isinstance(v, int):
             text = str(v) if abs(v) <= _MAX_SAFE else f'["BigInt","{v}"]'
-        elif isinstance(v, float | str):
+        elif isinstance(v, float):
             text = json.dumps(v)
+        elif isinstance(v, str):
+            text = _string(v)
         elif isinstance(v, datetime):
             when = v if v.tzinfo else v.replace(tzinfo=UTC)
             iso = when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -74,7 +81,7 @@ def stringify(value: Any, where: str = "a value") -> str:
             for k, x in v.items():
                 if not isinstance(k, str):
                     raise SerializationError(f"dict key {type(k).__name__}", where, path)
-                parts.append(f"{json.dumps(k)}:{flatten(x, f'{path}.{k}')}")
+                parts.append(f"{_string(k)}:{flatten(x, f'{path}.{k}')}")
             text = "{" + ",".join(parts) + "}"
         else:
             raise SerializationError(type(v).__qualname__, where, path or "the value itself")
@@ -85,6 +92,15 @@ def stringify(value: Any, where: str = "a value") -> str:
     if root < 0:
         return str(root)
     return "[" + ",".join(values) + "]"
+
+
+_DEVALUE_ESCAPES = str.maketrans({"<": "\\u003C", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def _string(text: str) -> str:
+    """A string as devalue writes it: JSON, non-ASCII kept as is, `<` and the two JS line
+    separators escaped (so the text is byte-identical to the DevKit's own)."""
+    return json.dumps(text, ensure_ascii=False).translate(_DEVALUE_ESCAPES)
 
 
 def parse(text: str) -> Any:
@@ -110,6 +126,9 @@ def parse(text: str) -> Any:
                     return [hydrate(i) for i in v[1:]]
                 if tag == "Map":
                     return {str(hydrate(v[i])): hydrate(v[i + 1]) for i in range(1, len(v), 2)}
+                if len(v) == 2 and isinstance(v[1], int):
+                    # a custom reducer's `[tag, index]` (the DevKit's Error, Request, ...)
+                    return {"$type": tag, "value": hydrate(v[1])}
                 return {"$type": tag, "value": v[1:]}
             return [hydrate(i) for i in v]
         if isinstance(v, dict):
@@ -136,15 +155,36 @@ def dumps(value: Any, where: str = "a value") -> bytes:
 
 
 def loads(data: bytes | None) -> Any:
-    """Inverse of `dumps`; legacy unprefixed JSON is accepted too."""
+    """Inverse of `dumps`; also what the Node runtime writes around it (`gzip` / `zstd` of a
+    prefixed payload, spec >= 5: it compresses large values and run errors) and legacy
+    unprefixed JSON. Encrypted payloads raise `PayloadUnreadable`."""
     if data is None:
         return None
     raw = bytes(data)
-    if raw[:4] == PREFIX:
-        return parse(raw[4:].decode("utf-8"))
-    if raw[:4] in (b"gzip", b"zstd", b"encr", b"encp"):
-        raise ValueError(f"payload format {raw[:4].decode()} is not supported by wfctl's runtime")
+    prefix, body = raw[:4], raw[4:]
+    if prefix == PREFIX:
+        return parse(body.decode("utf-8"))
+    if prefix == b"gzip":
+        return loads(gzip.decompress(body))
+    if prefix == b"zstd":
+        import zstandard  # only payloads the Node runtime compressed need it
+
+        return loads(zstandard.ZstdDecompressor().decompressobj().decompress(body))
+    if prefix in (b"encr", b"encp"):
+        raise PayloadUnreadable(
+            f"payload format {prefix.decode()} (encrypted) cannot be read by wfctl's runtime"
+        )
     return json.loads(raw.decode("utf-8"))
+
+
+def error_message(value: Any) -> str:
+    """The message of a durable error value: wfctl's {name, message, stack}, or the Node
+    runtime's reduced `Error` ({"$type": "Error", "value": {...}})."""
+    if isinstance(value, dict) and value.get("$type") and isinstance(value.get("value"), dict):
+        value = value["value"]
+    if isinstance(value, dict) and "message" in value:
+        return str(value["message"])
+    return str(value)
 
 
 def error_value(exc: BaseException) -> dict[str, Any]:
