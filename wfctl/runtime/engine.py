@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import functools
 import hashlib
 import random as _random
 from collections.abc import Callable, Coroutine
@@ -269,11 +270,18 @@ def in_workflow() -> bool:
 
 def correlation_ulid(run_id: str, counter: int) -> str:
     """Deterministic per run: the run id's timestamp, random part = hash(run id) + counter."""
+    millis, seed = _ulid_basis(run_id)
+    rand = (seed + counter) % (1 << 80)
+    return str(ULID.from_int((millis << 80) | rand))
+
+
+@functools.lru_cache(maxsize=1024)
+def _ulid_basis(run_id: str) -> tuple[int, int]:
+    """The run id's ULID timestamp and the hash seed of its correlation ids (per run)."""
     body = run_id.partition("_")[2]
     millis = ULID.from_str(body).milliseconds if len(body) == 26 else 0
     seed = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:10], "big") >> 1
-    rand = (seed + counter) % (1 << 80)
-    return str(ULID.from_int((millis << 80) | rand))
+    return millis, seed
 
 
 class Engine:
@@ -583,9 +591,10 @@ class Engine:
             )
             return Failed(serde.error_bytes(exc), code, f"{type(exc).__name__}: {exc}")
         commands: list[Command] = []
+        # Settled requests never ask for anything again: drop them, so this scan costs the
+        # number of open requests, not the number of steps done so far.
+        self._order = [req for req in self._order if not req.done]
         for req in self._order:
-            if req.done:
-                continue
             if req.kind == "step":
                 commands.append(
                     StartStep(

@@ -41,13 +41,13 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.runtime.engine import Event
+from wfctl.runtime.wire import Pipeline
 from wfctl.world import codec, ids
 from wfctl.world.writer import (
     GUARD_PREFIX,
     AlreadyExists,
     EventWriter,
     NewEvent,
-    PendingBatch,
     PositionTaken,
     classify,
 )
@@ -108,6 +108,7 @@ class Store:
             slots = bool(row and row[0])
         self.slots = slots
         self.writer = EventWriter(slots=slots)
+        self.wire = Pipeline(conn)
         # The worker's queue (wfctl revision w0004): hook receipt wakes a queued run and a
         # run's end removes its queue row, each in the transition's own transaction.
         queue_row = conn.execute(sql.load("worker/has_queue")).fetchone()
@@ -488,45 +489,48 @@ class Tx:
         PositionTaken, HookTokenTaken or GuardError where it is one of those.
         """
         assert not self._closed, "transaction already ended"
-        conn = self.store.conn
-        batch: PendingBatch | None = None
-        cursors: list[psycopg.Cursor[Any]] = []
+        batch: list[tuple[str | bytes, dict[str, Any] | None]] = []
+        if not self._begun:
+            batch.append((b"BEGIN", None))
+            batch.append(("runtime/guard_run", {"run_id": self.run_id}))
+            if self.floor is not None:
+                batch.append(
+                    ("runtime/unseen_events", {"run_id": self.run_id, "floor": self.floor})
+                )
+        batch.extend(self._ops)
         events = self._events
+        at = -1
+        count = 0
+        if events:
+            statement = self.store.writer.batch_statement(
+                self.run_id, events, scheme=self.scheme, floor=self.floor
+            )
+            at, count = len(batch), statement.count
+            batch.append((statement.sql_name, statement.params))
+        if commit:
+            batch.append((b"COMMIT", None))
+        self._begun = True
         try:
-            with conn.pipeline():
-                if not self._begun:
-                    conn.execute("BEGIN")
-                    self._begun = True
-                    cur = conn.cursor()
-                    cur.execute(sql.load("runtime/guard_run"), {"run_id": self.run_id})
-                    cursors.append(cur)
-                    if self.floor is not None:
-                        cur = conn.cursor()
-                        cur.execute(
-                            sql.load("runtime/unseen_events"),
-                            {"run_id": self.run_id, "floor": self.floor},
-                        )
-                        cursors.append(cur)
-                for name, params in self._ops:
-                    cur = conn.cursor()
-                    cur.execute(sql.load(name), params)
-                    cursors.append(cur)
-                if events:
-                    batch = self.store.writer.append_batch(
-                        conn, self.run_id, events, scheme=self.scheme, floor=self.floor
-                    )
-                if commit:
-                    conn.execute("COMMIT")
-            rows = batch.result() if batch is not None else []
+            results = self.store.wire.run(batch)
+            rows = results[at].rows if at >= 0 else []
+            if len(rows) != count:  # the statements raise instead; defensive
+                raise PositionTaken(f"batch wrote {len(rows)} of {count} events")
         except psycopg.Error as exc:
             self._abort()
             raise _map_error(exc) from exc
         except BaseException:
             self._abort()
             raise
+        aware = self.store.aware
         written = [
-            Event(w.id, e.type, e.correlation_id, e.event_data, self.store.aware(w.created_at))
-            for w, e in zip(rows, events, strict=True)
+            Event(
+                str(row[0]),
+                e.type,
+                e.correlation_id,
+                e.event_data,
+                aware(datetime.fromisoformat(str(row[1]))),
+            )
+            for row, e in zip(sorted(rows, key=_first), events, strict=True)
         ]
         self._ops, self._events = [], []
         if commit:
@@ -546,8 +550,12 @@ class Tx:
     def _abort(self) -> None:
         self._closed = True
         conn = self.store.conn
-        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.execute("ROLLBACK")
+
+
+def _first(row: tuple[str | None, ...]) -> str:
+    return str(row[0])
 
 
 def _map_error(exc: psycopg.Error) -> BaseException:

@@ -82,6 +82,17 @@ class PendingBatch:
         return written
 
 
+@dataclass(frozen=True)
+class BatchStatement:
+    """One batch INSERT of events: the SQL file (under `sql/`), its parameters, the run's
+    scheme and how many rows it returns."""
+
+    sql_name: str
+    params: dict[str, Any]
+    scheme: str
+    count: int
+
+
 def classify(exc: BaseException) -> BaseException:
     """Map a database error from a batch insert to AlreadyExists / PositionTaken (or itself).
 
@@ -206,6 +217,25 @@ class EventWriter:
         Nothing is absorbed: a duplicate creation or a lost position raises at `result()`
         (map it with `classify`) and the whole transaction must be rolled back.
         """
+        statement = self.batch_statement(
+            run_id, events, scheme=scheme, first_slot=first_slot, floor=floor
+        )
+        cursor = conn.cursor()
+        cursor.execute(sql.load(statement.sql_name), statement.params)
+        return PendingBatch(cursor, statement.scheme, statement.count)
+
+    def batch_statement(
+        self,
+        run_id: str,
+        events: Sequence[NewEvent],
+        *,
+        scheme: str,
+        first_slot: bool = False,
+        floor: str | None = None,
+    ) -> BatchStatement:
+        """The statement `append_batch` sends (SQL file and parameters), for a caller that
+        sends it itself (the runtime's lean pipeline). Same ids, same payload bytes; its rows
+        are (id, created_at) in the order given."""
         if scheme not in ("slot", "legacy"):
             raise ValueError(f"unknown event id scheme {scheme!r}")
         if first_slot and scheme != "slot":
@@ -219,10 +249,8 @@ class EventWriter:
             ],
             "spec_versions": [e.spec_version for e in events],
         }
-        cursor = conn.cursor()
         if scheme == "slot" and not first_slot:
-            cursor.execute(sql.load("writer/insert_events_at_next_slots"), params)
-            return PendingBatch(cursor, "slot", len(events))
+            return BatchStatement("writer/insert_events_at_next_slots", params, "slot", len(events))
         if first_slot:
             new_ids = [ids.slot_event_id(n) for n in range(1, len(events) + 1)]
         else:
@@ -231,11 +259,12 @@ class EventWriter:
             for _ in events:
                 after = self.clock.next(after=after)
                 new_ids.append(ids.LEGACY_EVENT_PREFIX + after)
-        cursor.execute(
-            sql.load("writer/insert_events_with_ids"),
+        return BatchStatement(
+            "writer/insert_events_with_ids",
             {**params, "ids": new_ids, "min_id": new_ids[0]},
+            scheme,
+            len(events),
         )
-        return PendingBatch(cursor, scheme, len(events))
 
     def _insert(
         self,
