@@ -41,7 +41,7 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.runtime.engine import Event
-from wfctl.runtime.wire import Pipeline
+from wfctl.runtime.wire import Pipeline, Result
 from wfctl.world import codec, ids
 from wfctl.world.writer import (
     GUARD_PREFIX,
@@ -322,7 +322,17 @@ def _spec(value: Any) -> int | None:
 
 @dataclass
 class Tx:
-    """One open runtime transaction for one run; statements are pipelined."""
+    """One open runtime transaction for one run; statements are pipelined.
+
+    Events get their ids from the client (`EventWriter.next_event_id`, continuing from
+    `floor`, the newest event the caller has seen): the transaction's guard locks the run row
+    and its unseen-event check proves nothing newer exists, and the insert refuses if that
+    changed. `settle()` opens the transaction (one round trip: BEGIN, guard, unseen check;
+    the guard also returns the transaction's `now()`, which is every event's `created_at`)
+    and hands back the queued events as they will be written, so the executor can feed a
+    step's completion to the workflow and queue what follows without waiting for the
+    completion's INSERT: the rest of the transaction is sent once, with its COMMIT.
+    """
 
     store: Store
     run_id: str
@@ -330,6 +340,9 @@ class Tx:
     floor: str | None
     _ops: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     _events: list[NewEvent] = field(default_factory=list)
+    _ids: list[str] = field(default_factory=list)  # ids of _events[:len(_ids)]
+    _now: datetime | None = None  # the transaction's created_at, once begun by settle()
+    _now_naive: datetime | None = None  # the same, as the column holds it
     _begun: bool = False
     _closed: bool = False
     written: list[Event] = field(default_factory=list)
@@ -481,46 +494,101 @@ class Tx:
     def empty(self) -> bool:
         return not self._ops and not self._events
 
-    def flush(self, *, commit: bool = False) -> list[Event]:
-        """Send the queued statements (one round trip); with `commit`, end the transaction.
+    def _begin_batch(self) -> list[tuple[str | bytes, dict[str, Any] | None]]:
+        batch: list[tuple[str | bytes, dict[str, Any] | None]] = [
+            (b"BEGIN", None),
+            ("runtime/guard_run", {"run_id": self.run_id}),
+        ]
+        if self.floor is not None:
+            batch.append(("runtime/unseen_events", {"run_id": self.run_id, "floor": self.floor}))
+        return batch
 
-        Returns the events written by this flush, in log order. On any failure the whole
-        transaction is rolled back and the error re-raised, mapped to AlreadyExists,
-        PositionTaken, HookTokenTaken or GuardError where it is one of those.
-        """
-        assert not self._closed, "transaction already ended"
-        batch: list[tuple[str | bytes, dict[str, Any] | None]] = []
-        if not self._begun:
-            batch.append((b"BEGIN", None))
-            batch.append(("runtime/guard_run", {"run_id": self.run_id}))
-            if self.floor is not None:
-                batch.append(
-                    ("runtime/unseen_events", {"run_id": self.run_id, "floor": self.floor})
-                )
-        batch.extend(self._ops)
-        events = self._events
-        at = -1
-        count = 0
-        if events:
-            statement = self.store.writer.batch_statement(
-                self.run_id, events, scheme=self.scheme, floor=self.floor
-            )
-            at, count = len(batch), statement.count
-            batch.append((statement.sql_name, statement.params))
-        if commit:
-            batch.append((b"COMMIT", None))
+    def _send(self, batch: list[tuple[str | bytes, dict[str, Any] | None]]) -> list[Result]:
         self._begun = True
         try:
-            results = self.store.wire.run(batch)
-            rows = results[at].rows if at >= 0 else []
-            if len(rows) != count:  # the statements raise instead; defensive
-                raise PositionTaken(f"batch wrote {len(rows)} of {count} events")
+            return self.store.wire.run(batch)
         except psycopg.Error as exc:
             self._abort()
             raise _map_error(exc) from exc
         except BaseException:
             self._abort()
             raise
+
+    def _assign(self) -> None:
+        """Give every queued event without one its id (continuing from `floor`)."""
+        writer = self.store.writer
+        for _ in range(len(self._ids), len(self._events)):
+            self.floor = writer.next_event_id(self.scheme, self.floor)
+            self._ids.append(self.floor)
+
+    def settle(self) -> list[Event]:
+        """Open the transaction if needed (one round trip) and return the events queued
+        since the last settle/flush as they will be written: ids and `created_at` final.
+        They are sent with the next `flush`; if that fails, none of them exists."""
+        assert not self._closed, "transaction already ended"
+        if self.floor is None:
+            # No known log position (not the executor's case): let the server place them.
+            return self.flush()
+        if not self._begun:
+            results = self._send(self._begin_batch())
+            rows = results[1].rows
+            if not rows:
+                self._abort()
+                raise GuardError(f"wfctl guard: run {self.run_id} is missing")
+            self._now_naive = datetime.fromisoformat(str(rows[0][1]))
+            self._now = self.store.aware(self._now_naive)
+        first = len(self._ids)
+        self._assign()
+        assert self._now is not None
+        now = self._now
+        settled = [
+            Event(eid, e.type, e.correlation_id, e.event_data, now)
+            for eid, e in zip(self._ids[first:], self._events[first:], strict=True)
+        ]
+        self.written += settled
+        return settled
+
+    def flush(self, *, commit: bool = False) -> list[Event]:
+        """Send the queued statements (one round trip); with `commit`, end the transaction.
+
+        Returns the events written by this flush that `settle()` had not returned yet, in
+        log order. On any failure the whole transaction is rolled back and the error
+        re-raised, mapped to AlreadyExists, PositionTaken, HookTokenTaken or GuardError
+        where it is one of those.
+        """
+        assert not self._closed, "transaction already ended"
+        batch = [] if self._begun else self._begin_batch()
+        batch.extend(self._ops)
+        events = self._events
+        settled = len(self._ids)
+        at = -1
+        if events:
+            if self.floor is None:  # no known position: ids placed by the writer's statement
+                statement = self.store.writer.batch_statement(
+                    self.run_id, events, scheme=self.scheme
+                )
+            else:
+                self._assign()
+                statement = self.store.writer.batch_statement(
+                    self.run_id, events, scheme=self.scheme, new_ids=self._ids
+                )
+            at = len(batch)
+            batch.append((statement.sql_name, statement.params))
+        if commit:
+            batch.append((b"COMMIT", None))
+        results = self._send(batch) if batch else []
+        rows = sorted(results[at].rows, key=_first) if at >= 0 else []
+        ok = len(rows) == len(events)
+        if ok and self._ids:
+            ok = [str(r[0]) for r in rows] == self._ids
+        if ok and settled and self._now_naive is not None:
+            naive = self._now_naive
+            ok = all(datetime.fromisoformat(str(r[1])) == naive for r in rows[:settled])
+        if not ok:
+            # The statements raise instead; defensive. After a COMMIT nothing can be undone:
+            # the caller rebuilds from the log, which is the truth.
+            self._abort()
+            raise PositionTaken(f"batch wrote {[r[0] for r in rows]}, expected {self._ids}")
         aware = self.store.aware
         written = [
             Event(
@@ -530,9 +598,9 @@ class Tx:
                 e.event_data,
                 aware(datetime.fromisoformat(str(row[1]))),
             )
-            for row, e in zip(sorted(rows, key=_first), events, strict=True)
+            for row, e in zip(rows[settled:], events[settled:], strict=True)
         ]
-        self._ops, self._events = [], []
+        self._ops, self._events, self._ids = [], [], []
         if commit:
             self._closed = True
         if written:

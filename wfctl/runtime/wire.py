@@ -72,41 +72,58 @@ def prepared(sql_name: str) -> Prepared:
     return Prepared(label.encode(), converted.encode(), tuple(names))
 
 
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_ITEMS: dict[type, Any] = {
+    type(None): lambda _v: "NULL",
+    bool: lambda v: "t" if v else "f",
+    int: str,
+    str: _quote,
+    bytes: lambda v: '"\\\\x' + v.hex() + '"',
+}
+
+
 def _array_item(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "t" if value else "f"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, bytes):
-        return '"\\\\x' + value.hex() + '"'
-    raise TypeError(f"cannot send {type(value).__name__} in an array parameter")
+    item = _ITEMS.get(type(value))
+    if item is None:
+        raise TypeError(f"cannot send {type(value).__name__} in an array parameter")
+    text: str = item(value)
+    return text
+
+
+def _array(value: list[Any] | tuple[Any, ...]) -> tuple[bytes | None, int, int]:
+    return ("{" + ",".join([_array_item(v) for v in value]) + "}").encode(), 0, 0
+
+
+def _datetime(value: datetime) -> tuple[bytes | None, int, int]:
+    if value.tzinfo is not None:
+        # psycopg would send an aware value as timestamptz (converted by the session's
+        # TimeZone); the runtime only writes naive UTC wall times (`_utc_naive`).
+        raise TypeError("the runtime's pipeline sends naive (UTC wall time) datetimes only")
+    return value.isoformat().encode(), 0, 0
+
+
+_ENCODERS: dict[type, Any] = {
+    type(None): lambda _v: (None, 0, 0),
+    bytes: lambda v: (v, 1, _BYTEA_OID),
+    str: lambda v: (v.encode(), 0, 0),
+    bool: lambda v: ((b"t" if v else b"f"), 0, 0),
+    int: lambda v: (str(v).encode(), 0, 0),
+    datetime: _datetime,
+    list: _array,
+    tuple: _array,
+}
 
 
 def encode(value: Any) -> tuple[bytes | None, int, int]:
     """(wire value, format, type oid) of one parameter; oid 0 lets the server infer it."""
-    if value is None:
-        return None, 0, 0
-    if isinstance(value, bytes):
-        return value, 1, _BYTEA_OID
-    if isinstance(value, str):
-        return value.encode(), 0, 0
-    if isinstance(value, bool):
-        return (b"t" if value else b"f"), 0, 0
-    if isinstance(value, int):
-        return str(value).encode(), 0, 0
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            # psycopg would send an aware value as timestamptz (converted by the session's
-            # TimeZone); the runtime only writes naive UTC wall times (`_utc_naive`).
-            raise TypeError("the runtime's pipeline sends naive (UTC wall time) datetimes only")
-        return value.isoformat().encode(), 0, 0
-    if isinstance(value, list | tuple):
-        return ("{" + ",".join(_array_item(v) for v in value) + "}").encode(), 0, 0
-    raise TypeError(f"cannot send {type(value).__name__} as a parameter")
+    encoder = _ENCODERS.get(type(value))
+    if encoder is None:
+        raise TypeError(f"cannot send {type(value).__name__} as a parameter")
+    out: tuple[bytes | None, int, int] = encoder(value)
+    return out
 
 
 @dataclass

@@ -232,10 +232,16 @@ class EventWriter:
         scheme: str,
         first_slot: bool = False,
         floor: str | None = None,
+        new_ids: Sequence[str] | None = None,
     ) -> BatchStatement:
         """The statement `append_batch` sends (SQL file and parameters), for a caller that
         sends it itself (the runtime's lean pipeline). Same ids, same payload bytes; its rows
-        are (id, created_at) in the order given."""
+        are (id, created_at) in the order given.
+
+        `new_ids`: ids the caller already allocated with `next_event_id` (one per event, in
+        order, continuing the run's log from the newest id the caller knows). The statement
+        then inserts exactly those ids and raises (aborting the transaction) if the run
+        holds any id at or after the first of them, in both schemes."""
         if scheme not in ("slot", "legacy"):
             raise ValueError(f"unknown event id scheme {scheme!r}")
         if first_slot and scheme != "slot":
@@ -249,6 +255,15 @@ class EventWriter:
             ],
             "spec_versions": [e.spec_version for e in events],
         }
+        if new_ids is not None:
+            if len(new_ids) != len(events) or not new_ids:
+                raise ValueError("new_ids must give one id per event")
+            return BatchStatement(
+                "writer/insert_events_with_ids",
+                {**params, "ids": list(new_ids), "min_id": new_ids[0]},
+                scheme,
+                len(events),
+            )
         if scheme == "slot" and not first_slot:
             return BatchStatement("writer/insert_events_at_next_slots", params, "slot", len(events))
         if first_slot:
@@ -265,6 +280,21 @@ class EventWriter:
             scheme,
             len(events),
         )
+
+    def next_event_id(self, scheme: str, after: str | None) -> str:
+        """The id of the event that follows `after` (the run's newest event id) in a run's log:
+        the next slot for a slot-numbered run (what `insert_events_at_next_slots` computes
+        when `after` is the run's highest slot), a `wevt_` ULID minted after `after` for a
+        legacy run. For `batch_statement(new_ids=...)`."""
+        if scheme == "slot":
+            slot = ids.event_slot(after) if after else None
+            if after and slot is None:
+                raise ValueError(f"{after!r} is not a slot event id")
+            return ids.slot_event_id((slot or 0) + 1)
+        if scheme != "legacy":
+            raise ValueError(f"unknown event id scheme {scheme!r}")
+        prev = after[5:] if after and ids.is_legacy_event_id(after) else None
+        return ids.LEGACY_EVENT_PREFIX + self.clock.next(after=prev)
 
     def _insert(
         self,

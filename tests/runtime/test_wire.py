@@ -1,0 +1,116 @@
+"""The runtime's lean pipeline (wfctl/runtime/wire.py) and the events it settles early."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.runtime import flows
+from wfctl.runtime import wire
+from wfctl.runtime.executor import Executor, create
+from wfctl.runtime.store import Store, Tx
+
+VALUES = [
+    ("plain", "text"),
+    ('quote " and backslash \\ and unicode é€', "text"),
+    ("", "text"),
+    (b"\x00\x01\xffbytes", "bytea"),
+    (7, "int"),
+    (2**40, "bigint"),
+    (True, "boolean"),
+    (datetime(2026, 12, 3, 10, 27, 0, 123456), "timestamp"),
+    (["a", None, 'b"\\c', ""], "varchar[]"),
+    ([b"\x00\xff", None, b""], "bytea[]"),
+    ([5, None, 1], "int[]"),
+]
+
+
+@pytest.mark.parametrize(("value", "cast"), VALUES)
+def test_parameters_reach_the_server_as_psycopg_sends_them(
+    conn: psycopg.Connection[Any], value: Any, cast: str
+) -> None:
+    data, fmt, oid = wire.encode(value)
+    res = conn.pgconn.exec_params(
+        f"SELECT ($1::{cast})::text".encode(), [data], [oid], [fmt], result_format=0
+    )
+    assert res.status == psycopg.pq.ExecStatus.TUPLES_OK, res.error_message
+    ours = res.get_value(0, 0)
+    theirs = conn.execute(f"SELECT (%s::{cast})::text", (value,)).fetchone()
+    assert theirs is not None
+    assert (None if ours is None else bytes(ours).decode()) == theirs[0]
+
+
+def test_aware_datetimes_are_refused() -> None:
+    with pytest.raises(TypeError, match="naive"):
+        wire.encode(datetime.now().astimezone())
+
+
+def test_statement_errors_are_psycopg_errors_and_the_batch_lands_whole_or_not_at_all(
+    conn: psycopg.Connection[Any], store: Store
+) -> None:
+    run_id = create(flows.sequential, [1], conn=conn).run_id
+    store.cancel(run_id, None)
+    first = ("runtime/insert_marker", {"run_id": "wrun_x"}) if store.slots else (b"SELECT 1", None)
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation, match="is cancelled"):
+        store.wire.run(
+            [
+                (b"BEGIN", None),
+                first,
+                ("runtime/guard_run", {"run_id": run_id}),
+                ("runtime/unseen_events", {"run_id": run_id, "floor": ""}),
+                (b"COMMIT", None),
+            ]
+        )
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+    conn.execute("ROLLBACK")
+    if store.slots:
+        assert conn.execute(
+            "SELECT count(*) FROM workflow.workflow_event_slots WHERE run_id = 'wrun_x'"
+        ).fetchone() == (0,)
+    # the connection is usable afterwards, in both APIs
+    assert store.wire.run([("runtime/read_run", {"run_id": run_id})])[0].rows[0][1] == "cancelled"
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_two_stores_share_the_connections_prepared_statements(
+    conn: psycopg.Connection[Any],
+) -> None:
+    a, b = Store(conn), Store(conn)
+    for s in (a, b, a):
+        s.wire.run([("runtime/read_run", {"run_id": "wrun_none"})])
+
+
+def test_events_fed_before_they_are_sent_are_the_events_written(
+    conn: psycopg.Connection[Any], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executor feeds a step's completion (id and created_at) before its INSERT is sent;
+    what it fed must be exactly what the log holds, or a replay would differ."""
+    settled: list[Any] = []
+    original = Tx.settle
+
+    def recording(tx: Tx) -> list[Any]:
+        out = original(tx)
+        settled.extend(out)
+        return out
+
+    monkeypatch.setattr(Tx, "settle", recording)
+    run_id = create(flows.sequential, [6], conn=conn).run_id
+    ex = Executor(flows.wf, store)
+    try:
+        assert ex.drive(run_id).status == "completed"
+    finally:
+        ex.close()
+    log = {e.id: e for e in store.read_events(run_id)}
+    assert len(settled) >= 6
+    for event in settled:
+        assert event.id in log, event
+        written = log[event.id]
+        assert (written.type, written.correlation_id, written.created_at) == (
+            event.type,
+            event.correlation_id,
+            event.created_at,
+        )
+    assert {e.type for e in settled} == {"step_completed"}
