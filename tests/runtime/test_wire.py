@@ -108,9 +108,37 @@ def test_events_fed_before_they_are_sent_are_the_events_written(
     for event in settled:
         assert event.id in log, event
         written = log[event.id]
-        assert (written.type, written.correlation_id, written.created_at) == (
+        assert (written.type, written.correlation_id, written.data) == (
             event.type,
             event.correlation_id,
-            event.created_at,
+            event.data,
         )
     assert {e.type for e in settled} == {"step_completed"}
+
+
+def test_the_clock_read_right_after_a_step_is_that_completions_created_at(
+    conn: psycopg.Connection[Any], store: Store
+) -> None:
+    """The completion is fed before its transaction opens; a workflow reading now() then
+    makes the executor open it first, so it sees what a replay of the log will see."""
+    run_id = create(flows.clocked, [4], conn=conn).run_id
+    ex = Executor(flows.wf, store)
+    try:
+        done = ex.drive(run_id)
+    finally:
+        ex.close()
+    assert done.status == "completed"
+    completed = [
+        e.created_at.isoformat() for e in store.read_events(run_id) if e.type == "step_completed"
+    ]
+    assert done.output == completed
+    # and a fresh replay of the log agrees
+    from wfctl.runtime import engine as eng
+    from wfctl.runtime import serde
+
+    row = store.read_run(run_id)
+    assert row is not None
+    replay = eng.Engine(run_id, flows.clocked.fn, list(serde.loads(row.input)))
+    outcome = replay.feed_all([e for e in store.read_events(run_id) if e.type != "run_completed"])
+    assert isinstance(outcome, eng.Completed)
+    assert serde.loads(outcome.output) == completed

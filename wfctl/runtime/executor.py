@@ -5,12 +5,14 @@ picks a run up, then keeps the workflow coroutine alive: each step's completion 
 same engine, never by replaying the log again, so per-step cost does not grow with the number
 of steps done.
 
-Transactions per sequential step: ONE. The transaction is opened (round trip 1: BEGIN, guard,
-unseen-event check, the transaction's `now()`); the step's completion is fed to the engine
-with its final id and `created_at` before it is sent; the workflow advances to its next step,
-and the completion, the next step's creation and start and the COMMIT go out together (round
-trip 2). The completion is durable before the next step's code runs; nothing is ever
-committed in part (see store.py).
+Transactions per sequential step: ONE, in ONE round trip. The step's completion is fed to the
+engine with its final event id before anything is sent; the workflow advances to its next
+step; then BEGIN, guard, unseen-event check, the completion, the next step's creation and
+start, and the COMMIT go out together. The events' `created_at` is that transaction's now():
+the engine gets it after the round trip (`stamp`), or, if the workflow reads the clock first,
+from `Tx.clock()`, which opens the transaction before the workflow continues (one more round
+trip). The completion is durable before the next step's code runs; nothing is ever committed
+in part (see store.py).
 
 A session advisory lock makes one process the driver of a run at a time. Transactions that
 find an event they have not seen (a hook payload, a cancellation) abort; the executor feeds
@@ -282,21 +284,29 @@ class Executor:
             if "unseen event" in str(exc):
                 raise Unseen(str(exc)) from None
             raise
+        if tx.now is not None:
+            engine.stamp(tx.now)
         for event in written:
             engine.feed(event)
         return tx.floor
 
     def _settle(self, tx: Tx, engine: eng.Engine) -> str | None:
-        """Feed the transaction's queued events (final ids and created_at) before they are
-        sent: they are written with the transaction's COMMIT, or the run is rebuilt."""
+        """Feed the transaction's queued events (final ids) before they are sent: they are
+        written with the transaction's COMMIT, or the run is rebuilt from the log. Their
+        created_at (the transaction's now()) is stamped after the flush, or fetched first
+        if the workflow reads the clock (Tx.clock)."""
         try:
             settled = tx.settle()
+            for event in settled:
+                if tx.now is None:
+                    engine.feed_unstamped(event, tx.clock)
+                else:
+                    engine.feed(event)
+            tx.check()
         except GuardError as exc:
             if "unseen event" in str(exc):
                 raise Unseen(str(exc)) from None
             raise
-        for event in settled:
-            engine.feed(event)
         return tx.floor
 
     def _queue_terminal(self, tx: Tx, outcome: eng.Completed | eng.Failed | eng.Diverged) -> None:

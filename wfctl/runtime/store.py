@@ -40,7 +40,7 @@ from psycopg import errors as pgerrors
 from psycopg.rows import dict_row
 
 from wfctl import sql
-from wfctl.runtime.engine import Event
+from wfctl.runtime.engine import UNSTAMPED, Event
 from wfctl.runtime.wire import Pipeline, Result
 from wfctl.world import codec, ids
 from wfctl.world.writer import (
@@ -327,11 +327,12 @@ class Tx:
     Events get their ids from the client (`EventWriter.next_event_id`, continuing from
     `floor`, the newest event the caller has seen): the transaction's guard locks the run row
     and its unseen-event check proves nothing newer exists, and the insert refuses if that
-    changed. `settle()` opens the transaction (one round trip: BEGIN, guard, unseen check;
-    the guard also returns the transaction's `now()`, which is every event's `created_at`)
-    and hands back the queued events as they will be written, so the executor can feed a
-    step's completion to the workflow and queue what follows without waiting for the
-    completion's INSERT: the rest of the transaction is sent once, with its COMMIT.
+    changed. `settle()` hands back the queued events as they will be written, without a
+    round trip, so the executor can feed a step's completion to the workflow and queue what
+    follows; the whole transaction (BEGIN, guard, unseen check, rows, one events INSERT,
+    COMMIT) then goes out in one round trip. The events' `created_at` is the transaction's
+    now(), returned by the guard; a workflow that reads the clock before that asks
+    `clock()`, which opens the transaction first (one more round trip).
     """
 
     store: Store
@@ -341,8 +342,9 @@ class Tx:
     _ops: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     _events: list[NewEvent] = field(default_factory=list)
     _ids: list[str] = field(default_factory=list)  # ids of _events[:len(_ids)]
-    _now: datetime | None = None  # the transaction's created_at, once begun by settle()
+    _now: datetime | None = None  # the transaction's created_at, once it is open
     _now_naive: datetime | None = None  # the same, as the column holds it
+    _failure: Exception | None = None  # kept by clock(), raised by check()
     _begun: bool = False
     _closed: bool = False
     written: list[Event] = field(default_factory=list)
@@ -521,28 +523,52 @@ class Tx:
             self.floor = writer.next_event_id(self.scheme, self.floor)
             self._ids.append(self.floor)
 
+    def _take_now(self, results: list[Result]) -> None:
+        """The guard's row (second statement of the opening batch) carries the
+        transaction's now(): the `created_at` of every event of this transaction."""
+        rows = results[1].rows
+        if not rows:  # no run row: the statements that follow the guard refuse instead
+            return
+        self._now_naive = datetime.fromisoformat(str(rows[0][1]))
+        self._now = self.store.aware(self._now_naive)
+
+    @property
+    def now(self) -> datetime | None:
+        """The transaction's `created_at` (aware UTC), once it is open."""
+        return self._now
+
+    def clock(self) -> datetime:
+        """The transaction's `created_at`, opening the transaction if needed (one round
+        trip). Called from inside workflow code (through the engine's `now()`), so it never
+        raises a database error there: the failure is kept, the transaction rolled back,
+        and `check()` raises it in the executor."""
+        if self._now is None and self._failure is None:
+            try:
+                self._take_now(self._send(self._begin_batch()))
+            except Exception as exc:  # raised by check(), outside the workflow
+                self._failure = exc
+        return self._now or datetime.now(UTC)
+
+    def check(self) -> None:
+        """Raise the failure `clock()` kept, if any."""
+        if self._failure is not None:
+            raise self._failure
+
     def settle(self) -> list[Event]:
-        """Open the transaction if needed (one round trip) and return the events queued
-        since the last settle/flush as they will be written: ids and `created_at` final.
-        They are sent with the next `flush`; if that fails, none of them exists."""
+        """Return the events queued since the last settle/flush as they will be written,
+        without sending anything: ids final; `created_at` final if the transaction is open
+        (`now` is set), else unknown until the next `flush` (or `clock()`). They are sent
+        with the next `flush`; if that fails, none of them exists."""
+        self.check()
         assert not self._closed, "transaction already ended"
         if self.floor is None:
             # No known log position (not the executor's case): let the server place them.
             return self.flush()
-        if not self._begun:
-            results = self._send(self._begin_batch())
-            rows = results[1].rows
-            if not rows:
-                self._abort()
-                raise GuardError(f"wfctl guard: run {self.run_id} is missing")
-            self._now_naive = datetime.fromisoformat(str(rows[0][1]))
-            self._now = self.store.aware(self._now_naive)
         first = len(self._ids)
         self._assign()
-        assert self._now is not None
-        now = self._now
+        stamp = self._now or UNSTAMPED
         settled = [
-            Event(eid, e.type, e.correlation_id, e.event_data, now)
+            Event(eid, e.type, e.correlation_id, e.event_data, stamp)
             for eid, e in zip(self._ids[first:], self._events[first:], strict=True)
         ]
         self.written += settled
@@ -550,14 +576,18 @@ class Tx:
 
     def flush(self, *, commit: bool = False) -> list[Event]:
         """Send the queued statements (one round trip); with `commit`, end the transaction.
+        An unopened transaction is opened in the same round trip (BEGIN, guard, unseen check
+        first), and `now` is set.
 
         Returns the events written by this flush that `settle()` had not returned yet, in
         log order. On any failure the whole transaction is rolled back and the error
         re-raised, mapped to AlreadyExists, PositionTaken, HookTokenTaken or GuardError
         where it is one of those.
         """
+        self.check()
         assert not self._closed, "transaction already ended"
-        batch = [] if self._begun else self._begin_batch()
+        opening = not self._begun
+        batch = self._begin_batch() if opening else []
         batch.extend(self._ops)
         events = self._events
         settled = len(self._ids)
@@ -577,13 +607,15 @@ class Tx:
         if commit:
             batch.append((b"COMMIT", None))
         results = self._send(batch) if batch else []
+        if opening:
+            self._take_now(results)
         rows = sorted(results[at].rows, key=_first) if at >= 0 else []
         ok = len(rows) == len(events)
         if ok and self._ids:
             ok = [str(r[0]) for r in rows] == self._ids
-        if ok and settled and self._now_naive is not None:
+        if ok and self._now_naive is not None:
             naive = self._now_naive
-            ok = all(datetime.fromisoformat(str(r[1])) == naive for r in rows[:settled])
+            ok = all(datetime.fromisoformat(str(r[1])) == naive for r in rows)
         if not ok:
             # The statements raise instead; defensive. After a COMMIT nothing can be undone:
             # the caller rebuilds from the log, which is the truth.
