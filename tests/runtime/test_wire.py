@@ -12,6 +12,7 @@ from tests.runtime import flows
 from wfctl.runtime import wire
 from wfctl.runtime.executor import Executor, create
 from wfctl.runtime.store import Store, Tx
+from wfctl.world.writer import NewEvent
 
 VALUES = [
     ("plain", "text"),
@@ -142,3 +143,36 @@ def test_the_clock_read_right_after_a_step_is_that_completions_created_at(
     outcome = replay.feed_all([e for e in store.read_events(run_id) if e.type != "run_completed"])
     assert isinstance(outcome, eng.Completed)
     assert serde.loads(outcome.output) == completed
+
+
+def test_the_per_step_event_checks_never_scan_all_events(
+    conn: psycopg.Connection[Any], store: Store
+) -> None:
+    """The unseen-event check and the events INSERT's guard must cost the same at step 2,000
+    as at step 2 (issue 6: flat over the step index). Checked on the generic plans, the ones
+    prepared statements keep, in an empty world (where a scan is cheapest to a planner)."""
+    run_id = create(flows.sequential, [1], conn=conn).run_id
+    new_ids = [store.writer.next_event_id(store.scheme(run_id), None)]
+    if store.scheme(run_id) == "legacy":
+        new_ids = ["wevt_" + store.writer.clock.next()]
+    statement = store.writer.batch_statement(
+        run_id,
+        [NewEvent("step_started", "step_x", None, 5)],
+        scheme=store.scheme(run_id),
+        new_ids=new_ids,
+    )
+    unseen = "runtime/unseen_events" if store.slots else "runtime/unseen_events_windowed"
+    index = "workflow_events_run_id_id_pk" if store.slots else "workflow_events_pkey"
+    conn.execute("BEGIN")
+    try:
+        if not store.slots:
+            conn.execute("SET LOCAL enable_seqscan = off")  # as Tx does in such worlds
+        for name in (unseen, statement.sql_name):
+            text = wire.prepared(name).text.decode()
+            plan = "\n".join(
+                r[0] for r in conn.execute("EXPLAIN (GENERIC_PLAN) " + text).fetchall()
+            )
+            assert "Seq Scan on workflow_events" not in plan, plan
+            assert index in plan, plan
+    finally:
+        conn.execute("ROLLBACK")

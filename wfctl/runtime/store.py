@@ -15,8 +15,10 @@ Each transition writes its entity row change and its event together, through the
 | run end | guard, run row, delete waits and hooks, run_completed / run_failed |
 
 Several transitions may share one transaction (a step's completion and the next step's start
-commit together: one commit per sequential step). A `Tx` sends its statements in pipeline
-mode: `flush()` is one round trip, `commit()` another (or the same, `flush(commit=True)`).
+commit together: one commit per sequential step). A `Tx` sends its statements in libpq's
+pipeline mode (`wire.py`): `flush(commit=True)` sends BEGIN, guard, unseen check, the rows,
+one events INSERT and COMMIT in one round trip; `settle()` hands the queued events to the
+executor before that (ids allocated here; `created_at` known after, or via `clock()`).
 Guards raise inside the server (messages starting `wfctl guard`), so a pipelined transaction
 that violates one aborts whole instead of committing half.
 
@@ -501,8 +503,19 @@ class Tx:
             (b"BEGIN", None),
             ("runtime/guard_run", {"run_id": self.run_id}),
         ]
+        if not self.store.slots:
+            # A beta.29-shaped world has no (run_id, id) index on events, so "an event of
+            # this run after id X" reads a short window of the primary key from X (the
+            # *_windowed SQL). A prepared statement keeps the plan made at its 6th run; in a
+            # young world the table was tiny then and that plan a sequential scan, which
+            # then grew with every event. Every statement of a runtime transaction is an
+            # index lookup or an insert, so plans made inside one never want a scan.
+            batch.append((b"SET LOCAL enable_seqscan = off", None))
         if self.floor is not None:
-            batch.append(("runtime/unseen_events", {"run_id": self.run_id, "floor": self.floor}))
+            unseen = (
+                "runtime/unseen_events" if self.store.slots else "runtime/unseen_events_windowed"
+            )
+            batch.append((unseen, {"run_id": self.run_id, "floor": self.floor}))
         return batch
 
     def _send(self, batch: list[tuple[str | bytes, dict[str, Any] | None]]) -> list[Result]:
@@ -526,7 +539,7 @@ class Tx:
     def _take_now(self, results: list[Result]) -> None:
         """The guard's row (second statement of the opening batch) carries the
         transaction's now(): the `created_at` of every event of this transaction."""
-        rows = results[1].rows
+        rows = results[1].rows  # BEGIN, guard, ...
         if not rows:  # no run row: the statements that follow the guard refuse instead
             return
         self._now_naive = datetime.fromisoformat(str(rows[0][1]))

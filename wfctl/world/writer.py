@@ -258,8 +258,13 @@ class EventWriter:
         if new_ids is not None:
             if len(new_ids) != len(events) or not new_ids:
                 raise ValueError("new_ids must give one id per event")
+            # A world without slot markers is beta.29-shaped: no (run_id, id) index, so the
+            # guard reads the ids after min_id from the primary key (a short window) instead
+            # of every event of the run (which grew with the run's length).
             return BatchStatement(
-                "writer/insert_events_with_ids",
+                "writer/insert_events_with_ids"
+                if self.slots
+                else "writer/insert_events_with_ids_windowed",
                 {**params, "ids": list(new_ids), "min_id": new_ids[0]},
                 scheme,
                 len(events),
