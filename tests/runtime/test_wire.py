@@ -176,3 +176,13 @@ def test_the_per_step_event_checks_never_scan_all_events(
             assert index in plan, plan
     finally:
         conn.execute("ROLLBACK")
+
+
+def test_statements_dropped_by_the_session_are_prepared_again(
+    conn: psycopg.Connection[Any], store: Store
+) -> None:
+    store.wire.run([("runtime/read_run", {"run_id": "wrun_none"})])
+    conn.execute("DEALLOCATE ALL")
+    with pytest.raises(psycopg.errors.InvalidSqlStatementName):
+        store.wire.run([("runtime/read_run", {"run_id": "wrun_none"})])
+    assert store.wire.run([("runtime/read_run", {"run_id": "wrun_none"})])[0].rows == []

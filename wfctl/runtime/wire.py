@@ -205,6 +205,10 @@ class Pipeline:
             else:
                 results.append(Result([]))
         if error is not None:
+            if isinstance(error, pgerrors.InvalidSqlStatementName):
+                # Our statements were dropped behind our back (DEALLOCATE ALL / DISCARD ALL
+                # on this session): prepare them again from the next batch on.
+                self._prepared.clear()
             raise error
         return results
 
