@@ -237,7 +237,12 @@ def main() -> None:
                 k: c.execute(f"SHOW {k}").fetchone()[0]  # type: ignore[index]
                 for k in ("server_version", "fsync", "synchronous_commit", "wal_sync_method")
             }
-        report: dict[str, Any] = {"machine": machine(), "server": settings, "steps": args.steps}
+        report: dict[str, Any] = {
+            "machine": machine(),
+            "server": settings,
+            "steps": args.steps,
+            "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        }
         report["floor_insert_commit"] = bench_floor(admin)
         for era in ("beta29", "slot"):
             report[f"wfctl_{era}"] = [
@@ -249,6 +254,7 @@ def main() -> None:
             except Exception as exc:  # report, do not lose the other figures
                 report["dbos"] = f"failed: {type(exc).__name__}: {exc}"
         report["floor_insert_commit_after"] = bench_floor(admin)
+        report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     finally:
         if server is not None:
             server.cleanup()

@@ -126,3 +126,13 @@ async def everything(order: str) -> dict[str, Any]:
 @wf.workflow
 async def not_json(x: Any) -> Any:
     return x
+
+
+@wf.workflow
+async def clocked(n: int) -> list[str]:
+    """Reads the clock right after each step (before that transaction's INSERTs are sent)."""
+    seen = []
+    for i in range(n):
+        await add(i, 1)
+        seen.append(now().isoformat())
+    return seen

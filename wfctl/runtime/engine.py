@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import functools
 import hashlib
 import random as _random
 from collections.abc import Callable, Coroutine
@@ -118,6 +119,10 @@ class DeterministicLoop:
 
 
 # --- events and commands --------------------------------------------------------------------
+
+
+# The created_at of an event fed with `Engine.feed_unstamped` (not known yet, never read).
+UNSTAMPED = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -269,11 +274,18 @@ def in_workflow() -> bool:
 
 def correlation_ulid(run_id: str, counter: int) -> str:
     """Deterministic per run: the run id's timestamp, random part = hash(run id) + counter."""
+    millis, seed = _ulid_basis(run_id)
+    rand = (seed + counter) % (1 << 80)
+    return str(ULID.from_int((millis << 80) | rand))
+
+
+@functools.lru_cache(maxsize=1024)
+def _ulid_basis(run_id: str) -> tuple[int, int]:
+    """The run id's ULID timestamp and the hash seed of its correlation ids (per run)."""
     body = run_id.partition("_")[2]
     millis = ULID.from_str(body).milliseconds if len(body) == 26 else 0
     seed = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:10], "big") >> 1
-    rand = (seed + counter) % (1 << 80)
-    return str(ULID.from_int((millis << 80) | rand))
+    return millis, seed
 
 
 class Engine:
@@ -294,6 +306,7 @@ class Engine:
         self._by_corr: dict[str, _Request] = {}
         self._order: list[_Request] = []
         self._clock: datetime | None = None
+        self._clock_source: Callable[[], datetime] | None = None  # see feed_unstamped
         self._random = _random.Random(hashlib.sha256(run_id.encode()).digest())
         self._diverged: Diverged | None = None
         self._terminal: str | None = None
@@ -303,6 +316,9 @@ class Engine:
     # -- the workflow-side API (called from workflow code through wfctl.runtime.api) --
 
     def now(self) -> datetime:
+        if self._clock_source is not None:
+            source, self._clock_source = self._clock_source, None
+            self._advance_clock(source())
         return self._clock or datetime.now(UTC)
 
     def random(self) -> float:
@@ -378,14 +394,35 @@ class Engine:
 
     def feed(self, event: Event) -> None:
         """Apply one event of the log (in log order) and run the workflow until blocked."""
+        self._apply(event, event.created_at)
+
+    def feed_unstamped(self, event: Event, clock: Callable[[], datetime]) -> None:
+        """Apply an event whose `created_at` is not known yet: the executor's own, fed before
+        it is sent (its `created_at` is its transaction's start). `clock()` returns that
+        time; it is called only if the workflow reads the clock (`now()`, `sleep()`) before
+        `stamp()` says it, so the workflow sees exactly what a replay of the log will see.
+        `event.created_at` is ignored."""
+        self._clock_source = clock
+        self._apply(event, None)
+
+    def stamp(self, created_at: datetime) -> None:
+        """The `created_at` of the events fed by `feed_unstamped`, once known."""
+        self._clock_source = None
+        self._advance_clock(created_at)
+
+    def _advance_clock(self, created_at: datetime) -> None:
+        if self._clock is None or created_at > self._clock:
+            self._clock = created_at
+
+    def _apply(self, event: Event, created_at: datetime | None) -> None:
         if self._diverged is not None or self._terminal is not None:
             if event.type in ("run_completed", "run_failed", "run_cancelled"):
                 self._terminal = event.type
             return
         self.fed += 1
         self.last_event_id = event.id
-        if self._clock is None or event.created_at > self._clock:
-            self._clock = event.created_at
+        if created_at is not None:
+            self._advance_clock(created_at)
         handler = getattr(self, "_on_" + event.type, None)
         if handler is not None:
             handler(event)
@@ -583,9 +620,10 @@ class Engine:
             )
             return Failed(serde.error_bytes(exc), code, f"{type(exc).__name__}: {exc}")
         commands: list[Command] = []
+        # Settled requests never ask for anything again: drop them, so this scan costs the
+        # number of open requests, not the number of steps done so far.
+        self._order = [req for req in self._order if not req.done]
         for req in self._order:
-            if req.done:
-                continue
             if req.kind == "step":
                 commands.append(
                     StartStep(

@@ -5,10 +5,14 @@ picks a run up, then keeps the workflow coroutine alive: each step's completion 
 same engine, never by replaying the log again, so per-step cost does not grow with the number
 of steps done.
 
-Transactions per sequential step: ONE. A step's completion is sent (round trip 1) and fed to
-the engine inside the still-open transaction; the workflow advances to its next step, whose
-creation and start are sent with the COMMIT (round trip 2). The completion is durable before
-the next step's code runs; nothing is ever committed in part (see store.py).
+Transactions per sequential step: ONE, in ONE round trip. The step's completion is fed to the
+engine with its final event id before anything is sent; the workflow advances to its next
+step; then BEGIN, guard, unseen-event check, the completion, the next step's creation and
+start, and the COMMIT go out together. The events' `created_at` is that transaction's now():
+the engine gets it after the round trip (`stamp`), or, if the workflow reads the clock first,
+from `Tx.clock()`, which opens the transaction before the workflow continues (one more round
+trip). The completion is durable before the next step's code runs; nothing is ever committed
+in part (see store.py).
 
 A session advisory lock makes one process the driver of a run at a time. Transactions that
 find an event they have not seen (a hook payload, a cancellation) abort; the executor feeds
@@ -224,11 +228,12 @@ class Executor:
                 tx.run_started()
                 started = True
             if results:
-                # Completions first (round trip 1), fed inside the open transaction.
+                # Completions first, fed inside the open transaction (settle: round trip 1
+                # opens it; the completions' INSERTs go out with the COMMIT).
                 for res in results:
                     self._queue_result(tx, res)
                 results = []
-                floor = self._flush(tx, engine)
+                floor = self._settle(tx, engine)
                 continue
             if isinstance(outcome, eng.Finished):
                 tx.rollback()
@@ -248,7 +253,7 @@ class Executor:
                 return Done(run_id, "running", next_due=datetime.now(UTC))
             to_run, resolving, next_due = self._queue_commands(tx, outcome.commands)
             if resolving:  # due waits completed: feed and look again before committing
-                floor = self._flush(tx, engine)
+                floor = self._settle(tx, engine)
                 continue
             if not tx.empty or tx.written:
                 floor = self._flush(tx, engine, commit=True)
@@ -281,8 +286,29 @@ class Executor:
             if "unseen event" in str(exc):
                 raise Unseen(str(exc)) from None
             raise
+        if tx.now is not None:
+            engine.stamp(tx.now)
         for event in written:
             engine.feed(event)
+        return tx.floor
+
+    def _settle(self, tx: Tx, engine: eng.Engine) -> str | None:
+        """Feed the transaction's queued events (final ids) before they are sent: they are
+        written with the transaction's COMMIT, or the run is rebuilt from the log. Their
+        created_at (the transaction's now()) is stamped after the flush, or fetched first
+        if the workflow reads the clock (Tx.clock)."""
+        try:
+            settled = tx.settle()
+            for event in settled:
+                if tx.now is None:
+                    engine.feed_unstamped(event, tx.clock)
+                else:
+                    engine.feed(event)
+            tx.check()
+        except GuardError as exc:
+            if "unseen event" in str(exc):
+                raise Unseen(str(exc)) from None
+            raise
         return tx.floor
 
     def _queue_terminal(self, tx: Tx, outcome: eng.Completed | eng.Failed | eng.Diverged) -> None:
@@ -428,8 +454,7 @@ class Executor:
                     value = await asyncio.wait_for(body, step.timeout)
                 except TimeoutError:
                     raise StepTimeoutError(
-                        f"step {cmd.step_name} attempt {attempt} ran longer than "
-                        f"{step.timeout:g}s"
+                        f"step {cmd.step_name} attempt {attempt} ran longer than {step.timeout:g}s"
                     ) from None
             res.value = serde.dumps(value, f"the result of step {cmd.step_name}")
         except Exception as exc:

@@ -15,8 +15,10 @@ Each transition writes its entity row change and its event together, through the
 | run end | guard, run row, delete waits and hooks, run_completed / run_failed |
 
 Several transitions may share one transaction (a step's completion and the next step's start
-commit together: one commit per sequential step). A `Tx` sends its statements in pipeline
-mode: `flush()` is one round trip, `commit()` another (or the same, `flush(commit=True)`).
+commit together: one commit per sequential step). A `Tx` sends its statements in libpq's
+pipeline mode (`wire.py`): `flush(commit=True)` sends BEGIN, guard, unseen check, the rows,
+one events INSERT and COMMIT in one round trip; `settle()` hands the queued events to the
+executor before that (ids allocated here; `created_at` known after, or via `clock()`).
 Guards raise inside the server (messages starting `wfctl guard`), so a pipelined transaction
 that violates one aborts whole instead of committing half.
 
@@ -40,14 +42,14 @@ from psycopg import errors as pgerrors
 from psycopg.rows import dict_row
 
 from wfctl import sql
-from wfctl.runtime.engine import Event
+from wfctl.runtime.engine import UNSTAMPED, Event
+from wfctl.runtime.wire import Pipeline, Result
 from wfctl.world import codec, ids
 from wfctl.world.writer import (
     GUARD_PREFIX,
     AlreadyExists,
     EventWriter,
     NewEvent,
-    PendingBatch,
     PositionTaken,
     classify,
 )
@@ -108,6 +110,7 @@ class Store:
             slots = bool(row and row[0])
         self.slots = slots
         self.writer = EventWriter(slots=slots)
+        self.wire = Pipeline(conn)
         # The worker's queue (wfctl revision w0004): hook receipt wakes a queued run and a
         # run's end removes its queue row, each in the transition's own transaction.
         queue_row = conn.execute(sql.load("worker/has_queue")).fetchone()
@@ -321,7 +324,18 @@ def _spec(value: Any) -> int | None:
 
 @dataclass
 class Tx:
-    """One open runtime transaction for one run; statements are pipelined."""
+    """One open runtime transaction for one run; statements are pipelined.
+
+    Events get their ids from the client (`EventWriter.next_event_id`, continuing from
+    `floor`, the newest event the caller has seen): the transaction's guard locks the run row
+    and its unseen-event check proves nothing newer exists, and the insert refuses if that
+    changed. `settle()` hands back the queued events as they will be written, without a
+    round trip, so the executor can feed a step's completion to the workflow and queue what
+    follows; the whole transaction (BEGIN, guard, unseen check, rows, one events INSERT,
+    COMMIT) then goes out in one round trip. The events' `created_at` is the transaction's
+    now(), returned by the guard; a workflow that reads the clock before that asks
+    `clock()`, which opens the transaction first (one more round trip).
+    """
 
     store: Store
     run_id: str
@@ -329,6 +343,10 @@ class Tx:
     floor: str | None
     _ops: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     _events: list[NewEvent] = field(default_factory=list)
+    _ids: list[str] = field(default_factory=list)  # ids of _events[:len(_ids)]
+    _now: datetime | None = None  # the transaction's created_at, once it is open
+    _now_naive: datetime | None = None  # the same, as the column holds it
+    _failure: Exception | None = None  # kept by clock(), raised by check()
     _begun: bool = False
     _closed: bool = False
     written: list[Event] = field(default_factory=list)
@@ -480,55 +498,154 @@ class Tx:
     def empty(self) -> bool:
         return not self._ops and not self._events
 
-    def flush(self, *, commit: bool = False) -> list[Event]:
-        """Send the queued statements (one round trip); with `commit`, end the transaction.
+    def _begin_batch(self) -> list[tuple[str | bytes, dict[str, Any] | None]]:
+        batch: list[tuple[str | bytes, dict[str, Any] | None]] = [
+            (b"BEGIN", None),
+            ("runtime/guard_run", {"run_id": self.run_id}),
+        ]
+        if not self.store.slots:
+            # A beta.29-shaped world has no (run_id, id) index on events, so "an event of
+            # this run after id X" reads a short window of the primary key from X (the
+            # *_windowed SQL). A prepared statement keeps the plan made at its 6th run; in a
+            # young world the table was tiny then and that plan a sequential scan, which
+            # then grew with every event. Every statement of a runtime transaction is an
+            # index lookup or an insert, so plans made inside one never want a scan.
+            batch.append((b"SET LOCAL enable_seqscan = off", None))
+        if self.floor is not None:
+            unseen = (
+                "runtime/unseen_events" if self.store.slots else "runtime/unseen_events_windowed"
+            )
+            batch.append((unseen, {"run_id": self.run_id, "floor": self.floor}))
+        return batch
 
-        Returns the events written by this flush, in log order. On any failure the whole
-        transaction is rolled back and the error re-raised, mapped to AlreadyExists,
-        PositionTaken, HookTokenTaken or GuardError where it is one of those.
-        """
-        assert not self._closed, "transaction already ended"
-        conn = self.store.conn
-        batch: PendingBatch | None = None
-        cursors: list[psycopg.Cursor[Any]] = []
-        events = self._events
+    def _send(self, batch: list[tuple[str | bytes, dict[str, Any] | None]]) -> list[Result]:
+        self._begun = True
         try:
-            with conn.pipeline():
-                if not self._begun:
-                    conn.execute("BEGIN")
-                    self._begun = True
-                    cur = conn.cursor()
-                    cur.execute(sql.load("runtime/guard_run"), {"run_id": self.run_id})
-                    cursors.append(cur)
-                    if self.floor is not None:
-                        cur = conn.cursor()
-                        cur.execute(
-                            sql.load("runtime/unseen_events"),
-                            {"run_id": self.run_id, "floor": self.floor},
-                        )
-                        cursors.append(cur)
-                for name, params in self._ops:
-                    cur = conn.cursor()
-                    cur.execute(sql.load(name), params)
-                    cursors.append(cur)
-                if events:
-                    batch = self.store.writer.append_batch(
-                        conn, self.run_id, events, scheme=self.scheme, floor=self.floor
-                    )
-                if commit:
-                    conn.execute("COMMIT")
-            rows = batch.result() if batch is not None else []
+            return self.store.wire.run(batch)
         except psycopg.Error as exc:
             self._abort()
             raise _map_error(exc) from exc
         except BaseException:
             self._abort()
             raise
-        written = [
-            Event(w.id, e.type, e.correlation_id, e.event_data, self.store.aware(w.created_at))
-            for w, e in zip(rows, events, strict=True)
+
+    def _assign(self) -> None:
+        """Give every queued event without one its id (continuing from `floor`)."""
+        writer = self.store.writer
+        for _ in range(len(self._ids), len(self._events)):
+            self.floor = writer.next_event_id(self.scheme, self.floor)
+            self._ids.append(self.floor)
+
+    def _take_now(self, results: list[Result]) -> None:
+        """The guard's row (second statement of the opening batch) carries the
+        transaction's now(): the `created_at` of every event of this transaction."""
+        rows = results[1].rows  # BEGIN, guard, ...
+        if not rows:  # no run row: the statements that follow the guard refuse instead
+            return
+        self._now_naive = datetime.fromisoformat(str(rows[0][1]))
+        self._now = self.store.aware(self._now_naive)
+
+    @property
+    def now(self) -> datetime | None:
+        """The transaction's `created_at` (aware UTC), once it is open."""
+        return self._now
+
+    def clock(self) -> datetime:
+        """The transaction's `created_at`, opening the transaction if needed (one round
+        trip). Called from inside workflow code (through the engine's `now()`), so it never
+        raises a database error there: the failure is kept, the transaction rolled back,
+        and `check()` raises it in the executor."""
+        if self._now is None and self._failure is None:
+            try:
+                self._take_now(self._send(self._begin_batch()))
+            except Exception as exc:  # raised by check(), outside the workflow
+                self._failure = exc
+        return self._now or datetime.now(UTC)
+
+    def check(self) -> None:
+        """Raise the failure `clock()` kept, if any."""
+        if self._failure is not None:
+            raise self._failure
+
+    def settle(self) -> list[Event]:
+        """Return the events queued since the last settle/flush as they will be written,
+        without sending anything: ids final; `created_at` final if the transaction is open
+        (`now` is set), else unknown until the next `flush` (or `clock()`). They are sent
+        with the next `flush`; if that fails, none of them exists."""
+        self.check()
+        assert not self._closed, "transaction already ended"
+        if self.floor is None:
+            # No known log position (not the executor's case): let the server place them.
+            return self.flush()
+        first = len(self._ids)
+        self._assign()
+        stamp = self._now or UNSTAMPED
+        settled = [
+            Event(eid, e.type, e.correlation_id, e.event_data, stamp)
+            for eid, e in zip(self._ids[first:], self._events[first:], strict=True)
         ]
-        self._ops, self._events = [], []
+        self.written += settled
+        return settled
+
+    def flush(self, *, commit: bool = False) -> list[Event]:
+        """Send the queued statements (one round trip); with `commit`, end the transaction.
+        An unopened transaction is opened in the same round trip (BEGIN, guard, unseen check
+        first), and `now` is set.
+
+        Returns the events written by this flush that `settle()` had not returned yet, in
+        log order. On any failure the whole transaction is rolled back and the error
+        re-raised, mapped to AlreadyExists, PositionTaken, HookTokenTaken or GuardError
+        where it is one of those.
+        """
+        self.check()
+        assert not self._closed, "transaction already ended"
+        opening = not self._begun
+        batch = self._begin_batch() if opening else []
+        batch.extend(self._ops)
+        events = self._events
+        settled = len(self._ids)
+        at = -1
+        if events:
+            if self.floor is None:  # no known position: ids placed by the writer's statement
+                statement = self.store.writer.batch_statement(
+                    self.run_id, events, scheme=self.scheme
+                )
+            else:
+                self._assign()
+                statement = self.store.writer.batch_statement(
+                    self.run_id, events, scheme=self.scheme, new_ids=self._ids
+                )
+            at = len(batch)
+            batch.append((statement.sql_name, statement.params))
+        if commit:
+            batch.append((b"COMMIT", None))
+        results = self._send(batch) if batch else []
+        if opening:
+            self._take_now(results)
+        rows = sorted(results[at].rows, key=_first) if at >= 0 else []
+        ok = len(rows) == len(events)
+        if ok and self._ids:
+            ok = [str(r[0]) for r in rows] == self._ids
+        if ok and self._now_naive is not None:
+            naive = self._now_naive
+            ok = all(datetime.fromisoformat(str(r[1])) == naive for r in rows)
+        if not ok:
+            # The statements raise instead; defensive. After a COMMIT nothing can be undone:
+            # the caller rebuilds from the log, which is the truth.
+            self._abort()
+            raise PositionTaken(f"batch wrote {[r[0] for r in rows]}, expected {self._ids}")
+        aware = self.store.aware
+        written = [
+            Event(
+                str(row[0]),
+                e.type,
+                e.correlation_id,
+                e.event_data,
+                aware(datetime.fromisoformat(str(row[1]))),
+            )
+            for row, e in zip(rows[settled:], events[settled:], strict=True)
+        ]
+        self._ops, self._events, self._ids = [], [], []
         if commit:
             self._closed = True
         if written:
@@ -546,8 +663,12 @@ class Tx:
     def _abort(self) -> None:
         self._closed = True
         conn = self.store.conn
-        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.execute("ROLLBACK")
+
+
+def _first(row: tuple[str | None, ...]) -> str:
+    return str(row[0])
 
 
 def _map_error(exc: psycopg.Error) -> BaseException:

@@ -82,6 +82,17 @@ class PendingBatch:
         return written
 
 
+@dataclass(frozen=True)
+class BatchStatement:
+    """One batch INSERT of events: the SQL file (under `sql/`), its parameters, the run's
+    scheme and how many rows it returns."""
+
+    sql_name: str
+    params: dict[str, Any]
+    scheme: str
+    count: int
+
+
 def classify(exc: BaseException) -> BaseException:
     """Map a database error from a batch insert to AlreadyExists / PositionTaken (or itself).
 
@@ -206,6 +217,31 @@ class EventWriter:
         Nothing is absorbed: a duplicate creation or a lost position raises at `result()`
         (map it with `classify`) and the whole transaction must be rolled back.
         """
+        statement = self.batch_statement(
+            run_id, events, scheme=scheme, first_slot=first_slot, floor=floor
+        )
+        cursor = conn.cursor()
+        cursor.execute(sql.load(statement.sql_name), statement.params)
+        return PendingBatch(cursor, statement.scheme, statement.count)
+
+    def batch_statement(
+        self,
+        run_id: str,
+        events: Sequence[NewEvent],
+        *,
+        scheme: str,
+        first_slot: bool = False,
+        floor: str | None = None,
+        new_ids: Sequence[str] | None = None,
+    ) -> BatchStatement:
+        """The statement `append_batch` sends (SQL file and parameters), for a caller that
+        sends it itself (the runtime's lean pipeline). Same ids, same payload bytes; its rows
+        are (id, created_at) in the order given.
+
+        `new_ids`: ids the caller already allocated with `next_event_id` (one per event, in
+        order, continuing the run's log from the newest id the caller knows). The statement
+        then inserts exactly those ids and raises (aborting the transaction) if the run
+        holds any id at or after the first of them, in both schemes."""
         if scheme not in ("slot", "legacy"):
             raise ValueError(f"unknown event id scheme {scheme!r}")
         if first_slot and scheme != "slot":
@@ -219,10 +255,22 @@ class EventWriter:
             ],
             "spec_versions": [e.spec_version for e in events],
         }
-        cursor = conn.cursor()
+        if new_ids is not None:
+            if len(new_ids) != len(events) or not new_ids:
+                raise ValueError("new_ids must give one id per event")
+            # A world without slot markers is beta.29-shaped: no (run_id, id) index, so the
+            # guard reads the ids after min_id from the primary key (a short window) instead
+            # of every event of the run (which grew with the run's length).
+            return BatchStatement(
+                "writer/insert_events_with_ids"
+                if self.slots
+                else "writer/insert_events_with_ids_windowed",
+                {**params, "ids": list(new_ids), "min_id": new_ids[0]},
+                scheme,
+                len(events),
+            )
         if scheme == "slot" and not first_slot:
-            cursor.execute(sql.load("writer/insert_events_at_next_slots"), params)
-            return PendingBatch(cursor, "slot", len(events))
+            return BatchStatement("writer/insert_events_at_next_slots", params, "slot", len(events))
         if first_slot:
             new_ids = [ids.slot_event_id(n) for n in range(1, len(events) + 1)]
         else:
@@ -231,11 +279,27 @@ class EventWriter:
             for _ in events:
                 after = self.clock.next(after=after)
                 new_ids.append(ids.LEGACY_EVENT_PREFIX + after)
-        cursor.execute(
-            sql.load("writer/insert_events_with_ids"),
+        return BatchStatement(
+            "writer/insert_events_with_ids",
             {**params, "ids": new_ids, "min_id": new_ids[0]},
+            scheme,
+            len(events),
         )
-        return PendingBatch(cursor, scheme, len(events))
+
+    def next_event_id(self, scheme: str, after: str | None) -> str:
+        """The id of the event that follows `after` (the run's newest event id) in a run's log:
+        the next slot for a slot-numbered run (what `insert_events_at_next_slots` computes
+        when `after` is the run's highest slot), a `wevt_` ULID minted after `after` for a
+        legacy run. For `batch_statement(new_ids=...)`."""
+        if scheme == "slot":
+            slot = ids.event_slot(after) if after else None
+            if after and slot is None:
+                raise ValueError(f"{after!r} is not a slot event id")
+            return ids.slot_event_id((slot or 0) + 1)
+        if scheme != "legacy":
+            raise ValueError(f"unknown event id scheme {scheme!r}")
+        prev = after[5:] if after and ids.is_legacy_event_id(after) else None
+        return ids.LEGACY_EVENT_PREFIX + self.clock.next(after=prev)
 
     def _insert(
         self,
