@@ -55,14 +55,19 @@ async def chain(n: int) -> list[float]:
 async def hooked(token: str) -> float:
     await stamp(0)
     await create_hook(token=token)
-    return await stamp(1)
+    at = await stamp(1)
+    # Parks again so that the queue row (and the claim that ran stamp(1)) can be read.
+    await create_hook(token=f"{token}/end")
+    return at
 
 
 @wf.workflow(name="bench.timer")
-async def timer(seconds: float) -> float:
+async def timer(seconds: float, token: str) -> float:
     await stamp(0)
     await sleep(seconds)
-    return await stamp(1)
+    at = await stamp(1)
+    await create_hook(token=f"{token}/end")
+    return at
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -225,40 +230,110 @@ def bench_dbos(admin: str, concurrent: int, steps: int) -> dict[str, Any]:
     }
 
 
+def wait_parked(conn: psycopg.Connection[Any], run_id: str, timeout: float = 60) -> None:
+    """Until the run waits on a hook with nobody holding it (the worker idle again)."""
+    deadline = time.monotonic() + timeout
+    while conn.execute(
+        "SELECT ready_at IS NULL AND lease_owner IS NULL FROM wfctl.run_queue WHERE run_id = %s",
+        (run_id,),
+    ).fetchone() != (True,):
+        assert time.monotonic() < deadline, f"run {run_id} did not park"
+        time.sleep(0.002)
+
+
 def bench_wake(admin: str, n: int, tmp: Path) -> dict[str, Any]:
+    """Each sample is split at the claim (`run_queue.claimed_at`, the database clock of the
+    claim statement, read while the run is parked on its second hook): *to_claim* = resume
+    (or resumeAt) -> claim: the NOTIFY delivery / the slot's timed sleep, then the claim
+    query; *claim_to_step* = claim -> the step body: replay, the transition commits, the step
+    thread. The hook samples also give the resume transaction's own commit (*commit*).
+    `claims` > 2 means the run was claimed more than once (e.g. `busy`)."""
     from wfctl.runtime import serde
     from wfctl.runtime.executor import create
     from wfctl.runtime.store import Store
 
     dsn = world(admin, "bench_worker_wake")
     procs = start_workers(dsn, 1, tmp, concurrency=4)
-    hook_ms: list[float] = []
-    timer_ms: list[float] = []
+    payload = serde.dumps(None, "payload")
+    samples: dict[str, list[dict[str, Any]]] = {"hook": [], "timer": []}
+    load = [os.getloadavg()[0]]
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             store = Store(conn)
-            for i in range(n):
-                run_id = create(hooked, [f"wake-{i}"], conn=conn, queue="default").run_id
-                while conn.execute(
-                    "SELECT ready_at IS NULL AND lease_owner IS NULL FROM wfctl.run_queue"
+
+            def claimed(run_id: str) -> tuple[float, int]:
+                row = conn.execute(
+                    "SELECT extract(epoch FROM claimed_at)::float8, claims FROM wfctl.run_queue"
                     " WHERE run_id = %s",
                     (run_id,),
-                ).fetchone() != (True,):
-                    time.sleep(0.002)
+                ).fetchone()
+                assert row is not None
+                return float(row[0]), int(row[1])
+
+            def finish(run_id: str, token: str) -> float:
+                store.resume_hook(f"{token}/end", payload)
+                wait_done(conn, [run_id])
+                return float(outputs(conn, [run_id])[0])
+
+            for i in range(n):
+                token = f"wake-{i}"
+                run_id = create(hooked, [token], conn=conn, queue="default").run_id
+                wait_parked(conn, run_id)
                 time.sleep(0.05)  # the worker is idle again
                 t0 = time.time()
-                store.resume_hook(f"wake-{i}", serde.dumps(None, "payload"))
-                wait_done(conn, [run_id])
-                hook_ms.append((outputs(conn, [run_id])[0] - t0) * 1000)
-            for _ in range(n):
-                run_id = create(timer, [0.2], conn=conn, queue="default").run_id
-                wait_done(conn, [run_id])
+                store.resume_hook(token, payload)
+                t1 = time.time()
+                wait_parked(conn, run_id)
+                at_claim, claims = claimed(run_id)
+                body = finish(run_id, token)
+                samples["hook"].append(
+                    {
+                        "total": (body - t0) * 1000,
+                        "commit": (t1 - t0) * 1000,
+                        "to_claim": (at_claim - t0) * 1000,
+                        "claim_to_step": (body - at_claim) * 1000,
+                        "claims": claims,
+                        "at": time.strftime("%H:%M:%S", time.gmtime(t0)),
+                    }
+                )
+            for i in range(n):
+                token = f"timer-{i}"
+                run_id = create(timer, [0.2, token], conn=conn, queue="default").run_id
+                wait_parked(conn, run_id)
+                at_claim, claims = claimed(run_id)
+                body = finish(run_id, token)
                 due = next(e for e in store.read_events(run_id) if e.type == "wait_created")
-                resume_at = due.data["resumeAt"]
-                timer_ms.append((outputs(conn, [run_id])[0] - resume_at.timestamp()) * 1000)
+                resume_at = due.data["resumeAt"].timestamp()
+                samples["timer"].append(
+                    {
+                        "total": (body - resume_at) * 1000,
+                        "to_claim": (at_claim - resume_at) * 1000,
+                        "claim_to_step": (body - at_claim) * 1000,
+                        "claims": claims,
+                        "at": time.strftime("%H:%M:%S", time.gmtime(resume_at)),
+                    }
+                )
     finally:
         stop_workers(procs)
-    return {"hook_resumed_to_next_step": dist(hook_ms), "timer_due_to_next_step": dist(timer_ms)}
+        load.append(os.getloadavg()[0])
+
+    def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        parts = [k for k in rows[0] if k not in ("total", "claims", "at")]
+        worst = sorted(rows, key=lambda r: r["total"])[-5:]
+        return {
+            **dist([r["total"] for r in rows]),
+            "parts": {k: dist([r[k] for r in rows]) for k in parts},
+            "worst5": [
+                {k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()} for r in worst
+            ],
+            "extra_claims": sum(1 for r in rows if r["claims"] > 2),
+        }
+
+    return {
+        "loadavg_1min_before_after": load,
+        "hook_resumed_to_next_step": summary(samples["hook"]),
+        "timer_due_to_next_step": summary(samples["timer"]),
+    }
 
 
 def bench_storm(admin: str, runs: int, kills: int, nworkers: int, tmp: Path) -> dict[str, Any]:
@@ -355,10 +430,14 @@ def main() -> None:
             report["storm"] = bench_storm(
                 admin, args.storm_runs, args.storm_kills, args.storm_workers, tmp
             )
-    finally:
+    except BaseException:
+        print(f"failed; worker logs kept in {tmp}", file=sys.stderr)
         if server is not None:
             server.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if server is not None:
+        server.cleanup()
+    shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(report, indent=2))
 
 
