@@ -384,6 +384,7 @@ def bench_storm(admin: str, runs: int, kills: int, nworkers: int, tmp: Path) -> 
         "workers": nworkers,
         "seconds": round(result.seconds, 1),
         "statuses": dict(result.statuses),
+        "failed_by_kills_using_up_attempts": dict(result.exhausted),
         "checks": "all passed (expected statuses, doctor clean, no double terminal, budgets)",
     }
 
