@@ -241,22 +241,30 @@ def wait_parked(conn: psycopg.Connection[Any], run_id: str, timeout: float = 60)
         time.sleep(0.002)
 
 
-def bench_wake(admin: str, n: int, tmp: Path) -> dict[str, Any]:
+def bench_wake(admin: str, n: int, tmp: Path, server_log: Path | None = None) -> dict[str, Any]:
     """Each sample is split at the claim (`run_queue.claimed_at`, the database clock of the
-    claim statement, read while the run is parked on its second hook): *to_claim* = resume
-    (or resumeAt) -> claim: the NOTIFY delivery / the slot's timed sleep, then the claim
-    query; *claim_to_step* = claim -> the step body: replay, the transition commits, the step
-    thread. The hook samples also give the resume transaction's own commit (*commit*).
-    `claims` > 2 means the run was claimed more than once (e.g. `busy`)."""
+    claim statement, read while the run is parked on its second hook) and at the start of the
+    worker's transaction that writes the step's step_started (its `created_at`): *to_claim* =
+    resume (or resumeAt) -> claim: the NOTIFY delivery / the slot's timed sleep, then the
+    claim query; *claim_to_tx*: reading the run and its events, the replay; *tx_to_step*:
+    the transition's writes and COMMIT, then the step's thread. The hook samples also give
+    the resume transaction's own commit as the benchmark sees it (*commit*).
+    `claims` > 2 means the run was claimed more than once (e.g. `busy`). With the pgserver
+    server, its checkpoints during the samples are listed (a checkpoint's fsyncs can stall
+    the commits on a shared disk)."""
     from wfctl.runtime import serde
     from wfctl.runtime.executor import create
     from wfctl.runtime.store import Store
 
     dsn = world(admin, "bench_worker_wake")
+    if server_log is not None:  # statements of 20 ms or more go to the server log
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("ALTER DATABASE bench_worker_wake SET log_min_duration_statement = 20")
     procs = start_workers(dsn, 1, tmp, concurrency=4)
     payload = serde.dumps(None, "payload")
     samples: dict[str, list[dict[str, Any]]] = {"hook": [], "timer": []}
     load = [os.getloadavg()[0]]
+    log_from = server_log.stat().st_size if server_log is not None else 0
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             store = Store(conn)
@@ -270,10 +278,15 @@ def bench_wake(admin: str, n: int, tmp: Path) -> dict[str, Any]:
                 assert row is not None
                 return float(row[0]), int(row[1])
 
-            def finish(run_id: str, token: str) -> float:
+            def finish(run_id: str, token: str) -> tuple[float, float]:
+                """(stamp(1)'s body start, the start of the transaction of its step_started)"""
                 store.resume_hook(f"{token}/end", payload)
                 wait_done(conn, [run_id])
-                return float(outputs(conn, [run_id])[0])
+                started = [e for e in store.read_events(run_id) if e.type == "step_started"]
+                return float(outputs(conn, [run_id])[0]), started[1].created_at.timestamp()
+
+            def at(t: float) -> str:
+                return time.strftime("%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}"
 
             for i in range(n):
                 token = f"wake-{i}"
@@ -285,15 +298,16 @@ def bench_wake(admin: str, n: int, tmp: Path) -> dict[str, Any]:
                 t1 = time.time()
                 wait_parked(conn, run_id)
                 at_claim, claims = claimed(run_id)
-                body = finish(run_id, token)
+                body, tx = finish(run_id, token)
                 samples["hook"].append(
                     {
                         "total": (body - t0) * 1000,
                         "commit": (t1 - t0) * 1000,
                         "to_claim": (at_claim - t0) * 1000,
-                        "claim_to_step": (body - at_claim) * 1000,
+                        "claim_to_tx": (tx - at_claim) * 1000,
+                        "tx_to_step": (body - tx) * 1000,
                         "claims": claims,
-                        "at": time.strftime("%H:%M:%S", time.gmtime(t0)),
+                        "at": at(t0),
                     }
                 )
             for i in range(n):
@@ -301,16 +315,17 @@ def bench_wake(admin: str, n: int, tmp: Path) -> dict[str, Any]:
                 run_id = create(timer, [0.2, token], conn=conn, queue="default").run_id
                 wait_parked(conn, run_id)
                 at_claim, claims = claimed(run_id)
-                body = finish(run_id, token)
+                body, tx = finish(run_id, token)
                 due = next(e for e in store.read_events(run_id) if e.type == "wait_created")
                 resume_at = due.data["resumeAt"].timestamp()
                 samples["timer"].append(
                     {
                         "total": (body - resume_at) * 1000,
                         "to_claim": (at_claim - resume_at) * 1000,
-                        "claim_to_step": (body - at_claim) * 1000,
+                        "claim_to_tx": (tx - at_claim) * 1000,
+                        "tx_to_step": (body - tx) * 1000,
                         "claims": claims,
-                        "at": time.strftime("%H:%M:%S", time.gmtime(resume_at)),
+                        "at": at(resume_at),
                     }
                 )
     finally:
@@ -329,8 +344,21 @@ def bench_wake(admin: str, n: int, tmp: Path) -> dict[str, Any]:
             "extra_claims": sum(1 for r in rows if r["claims"] > 2),
         }
 
+    checkpoints: list[str] = []
+    slow: list[str] = []
+    if server_log is not None:
+        with server_log.open("rb") as f:
+            f.seek(log_from)
+            text = f.read().decode(errors="replace")
+        for line in text.splitlines():
+            if "LOG:  checkpoint" in line:
+                checkpoints.append(line[11:23] + line.split("LOG:", 1)[1])
+            elif "LOG:  duration:" in line:
+                slow.append((line[11:23] + line.split("LOG:", 1)[1])[:160])
     return {
         "loadavg_1min_before_after": load,
+        "checkpoints": checkpoints,
+        "statements_over_20ms": slow,
         "hook_resumed_to_next_step": summary(samples["hook"]),
         "timer_due_to_next_step": summary(samples["timer"]),
     }
@@ -426,7 +454,9 @@ def main() -> None:
                 except Exception as exc:
                     report["dbos"] = f"failed: {type(exc).__name__}: {exc}"
         if args.only in (None, "wake"):
-            report["wake"] = bench_wake(admin, args.wake, tmp)
+            report["wake"] = bench_wake(
+                admin, args.wake, tmp, tmp / "pg" / "log" if server is not None else None
+            )
         if args.storm_kills and args.only in (None, "storm"):
             report["storm"] = bench_storm(
                 admin, args.storm_runs, args.storm_kills, args.storm_workers, tmp
