@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,37 @@ def bench_dbos(admin: str, concurrent: int, steps: int) -> dict[str, Any]:
     }
 
 
+class FsyncProbe(threading.Thread):
+    """Every 100 ms, 8 kB written and fdatasync'ed to a file next to the server's data
+    directory; records the syncs of 20 ms or more (the disk stalling every commit then)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.probes = 0
+        self.stalls: list[str] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while not self._halt.wait(0.1):
+                began = time.time()
+                os.pwrite(fd, os.urandom(8192), 0)
+                os.fdatasync(fd)
+                ms = (time.time() - began) * 1000
+                self.probes += 1
+                if ms >= 20:
+                    stamp = time.strftime("%H:%M:%S", time.gmtime(began))
+                    self.stalls.append(f"{stamp}.{int(began * 1000) % 1000:03d} {ms:.0f} ms")
+        finally:
+            os.close(fd)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+
 def wait_parked(conn: psycopg.Connection[Any], run_id: str, timeout: float = 60) -> None:
     """Until the run waits on a hook with nobody holding it (the worker idle again)."""
     deadline = time.monotonic() + timeout
@@ -265,6 +297,8 @@ def bench_wake(admin: str, n: int, tmp: Path, server_log: Path | None = None) ->
     samples: dict[str, list[dict[str, Any]]] = {"hook": [], "timer": []}
     load = [os.getloadavg()[0]]
     log_from = server_log.stat().st_size if server_log is not None else 0
+    probe = FsyncProbe(tmp / "fsync-probe")
+    probe.start()
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             store = Store(conn)
@@ -330,6 +364,7 @@ def bench_wake(admin: str, n: int, tmp: Path, server_log: Path | None = None) ->
                 )
     finally:
         stop_workers(procs)
+        probe.stop()
         load.append(os.getloadavg()[0])
 
     def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -359,6 +394,7 @@ def bench_wake(admin: str, n: int, tmp: Path, server_log: Path | None = None) ->
         "loadavg_1min_before_after": load,
         "checkpoints": checkpoints,
         "statements_over_20ms": slow,
+        "disk_fdatasync_over_20ms": {"probes": probe.probes, "stalls": probe.stalls},
         "hook_resumed_to_next_step": summary(samples["hook"]),
         "timer_due_to_next_step": summary(samples["timer"]),
     }
