@@ -2,6 +2,7 @@
 
     python benchmarks/bench_worker.py [--dsn ADMIN_DSN] [--steps 100] [--no-dbos]
         [--wake 50] [--storm-runs 200] [--storm-kills 0] [--storm-workers 4]
+        [--only throughput|wake|storm]
 
 On one local server (a throwaway pgserver unless --dsn):
 - wfctl: C runs (C = 1, 4, 16) of S trivial sequential steps each, handed to W worker
@@ -11,7 +12,10 @@ On one local server (a throwaway pgserver unless --dsn):
 - DBOS Transact 3.4 (the `bench` extra), same workload in one process (C workflows started
   with DBOS.start_workflow, same step body), same server, same run of this script;
 - wake-up latency on an idle worker: hook resumed (before its COMMIT) -> next step body
-  starts; durable timer due (resumeAt) -> next step body starts; p50 / p99 / max;
+  starts; durable timer due (resumeAt) -> next step body starts; p50 / p99 / max, each
+  sample split at the claim and at the step's transaction (see bench_wake), with what can
+  explain an outlier: the server's statements over 20 ms and checkpoints (pgserver only)
+  and the disk's fdatasync stalls;
 - optionally a crash storm (tests/worker/test_storm.py) with --storm-kills SIGKILLs.
 Prints a JSON report.
 """
@@ -280,7 +284,8 @@ def bench_wake(admin: str, n: int, tmp: Path, server_log: Path | None = None) ->
     resume (or resumeAt) -> claim: the NOTIFY delivery / the slot's timed sleep, then the
     claim query; *claim_to_tx*: reading the run and its events, the replay; *tx_to_step*:
     the transition's writes and COMMIT, then the step's thread. The hook samples also give
-    the resume transaction's own commit as the benchmark sees it (*commit*).
+    the resume transaction's own commit as the benchmark sees it (*commit*) and the rest
+    (*after_commit*: the resume returned -> the step body).
     `claims` > 2 means the run was claimed more than once (e.g. `busy`). With the pgserver
     server, its checkpoints during the samples are listed (a checkpoint's fsyncs can stall
     the commits on a shared disk)."""
@@ -337,6 +342,7 @@ def bench_wake(admin: str, n: int, tmp: Path, server_log: Path | None = None) ->
                     {
                         "total": (body - t0) * 1000,
                         "commit": (t1 - t0) * 1000,
+                        "after_commit": (body - t1) * 1000,
                         "to_claim": (at_claim - t0) * 1000,
                         "claim_to_tx": (tx - at_claim) * 1000,
                         "tx_to_step": (body - tx) * 1000,
