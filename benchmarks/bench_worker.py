@@ -435,18 +435,23 @@ def bench_storm(admin: str, runs: int, kills: int, nworkers: int, tmp: Path) -> 
         )
         return p.returncode, p.stdout, p.stderr
 
-    result = run_storm(
-        Db(dsn),
-        run_cli,
-        workers,
-        runs=runs,
-        kills=kills,
-        nworkers=nworkers,
-        seed=1,
-        timeout=7200,
-        kill_gap=(0.3, 1.0),
-        refill=True,
-    )
+    try:
+        result = run_storm(
+            Db(dsn),
+            run_cli,
+            workers,
+            runs=runs,
+            kills=kills,
+            nworkers=nworkers,
+            seed=1,
+            timeout=7200,
+            kill_gap=(0.3, 1.0),
+            refill=True,
+        )
+    finally:  # a failed storm leaves its workers running
+        for w in made:
+            if w.alive():
+                w.kill()
     return {
         "runs": result.runs,
         "sigkills": result.kills,
