@@ -2,6 +2,7 @@
 
     python benchmarks/bench_worker.py [--dsn ADMIN_DSN] [--steps 100] [--no-dbos]
         [--wake 50] [--storm-runs 200] [--storm-kills 0] [--storm-workers 4]
+        [--only throughput|wake|storm]
 
 On one local server (a throwaway pgserver unless --dsn):
 - wfctl: C runs (C = 1, 4, 16) of S trivial sequential steps each, handed to W worker
@@ -11,7 +12,10 @@ On one local server (a throwaway pgserver unless --dsn):
 - DBOS Transact 3.4 (the `bench` extra), same workload in one process (C workflows started
   with DBOS.start_workflow, same step body), same server, same run of this script;
 - wake-up latency on an idle worker: hook resumed (before its COMMIT) -> next step body
-  starts; durable timer due (resumeAt) -> next step body starts; p50 / p99 / max;
+  starts; durable timer due (resumeAt) -> next step body starts; p50 / p99 / max, each
+  sample split at the claim and at the step's transaction (see bench_wake), with what can
+  explain an outlier: the server's statements over 20 ms and checkpoints (pgserver only)
+  and the disk's fdatasync stalls;
 - optionally a crash storm (tests/worker/test_storm.py) with --storm-kills SIGKILLs.
 Prints a JSON report.
 """
@@ -27,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -55,14 +60,19 @@ async def chain(n: int) -> list[float]:
 async def hooked(token: str) -> float:
     await stamp(0)
     await create_hook(token=token)
-    return await stamp(1)
+    at = await stamp(1)
+    # Parks again so that the queue row (and the claim that ran stamp(1)) can be read.
+    await create_hook(token=f"{token}/end")
+    return at
 
 
 @wf.workflow(name="bench.timer")
-async def timer(seconds: float) -> float:
+async def timer(seconds: float, token: str) -> float:
     await stamp(0)
     await sleep(seconds)
-    return await stamp(1)
+    at = await stamp(1)
+    await create_hook(token=f"{token}/end")
+    return at
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -225,40 +235,175 @@ def bench_dbos(admin: str, concurrent: int, steps: int) -> dict[str, Any]:
     }
 
 
-def bench_wake(admin: str, n: int, tmp: Path) -> dict[str, Any]:
+class FsyncProbe(threading.Thread):
+    """Every 100 ms, 8 kB written and fdatasync'ed to a file next to the server's data
+    directory; records the syncs of 20 ms or more (the disk stalling every commit then)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.probes = 0
+        self.stalls: list[str] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while not self._halt.wait(0.1):
+                began = time.time()
+                os.pwrite(fd, os.urandom(8192), 0)
+                os.fdatasync(fd)
+                ms = (time.time() - began) * 1000
+                self.probes += 1
+                if ms >= 20:
+                    stamp = time.strftime("%H:%M:%S", time.gmtime(began))
+                    self.stalls.append(f"{stamp}.{int(began * 1000) % 1000:03d} {ms:.0f} ms")
+        finally:
+            os.close(fd)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+
+def wait_parked(conn: psycopg.Connection[Any], run_id: str, timeout: float = 60) -> None:
+    """Until the run waits on a hook with nobody holding it (the worker idle again)."""
+    deadline = time.monotonic() + timeout
+    while conn.execute(
+        "SELECT ready_at IS NULL AND lease_owner IS NULL FROM wfctl.run_queue WHERE run_id = %s",
+        (run_id,),
+    ).fetchone() != (True,):
+        assert time.monotonic() < deadline, f"run {run_id} did not park"
+        time.sleep(0.002)
+
+
+def bench_wake(admin: str, n: int, tmp: Path, server_log: Path | None = None) -> dict[str, Any]:
+    """Each sample is split at the claim (`run_queue.claimed_at`, the database clock of the
+    claim statement, read while the run is parked on its second hook) and at the start of the
+    worker's transaction that writes the step's step_started (its `created_at`): *to_claim* =
+    resume (or resumeAt) -> claim: the NOTIFY delivery / the slot's timed sleep, then the
+    claim query; *claim_to_tx*: reading the run and its events, the replay; *tx_to_step*:
+    the transition's writes and COMMIT, then the step's thread. The hook samples also give
+    the resume transaction's own commit as the benchmark sees it (*commit*) and the rest
+    (*after_commit*: the resume returned -> the step body).
+    `claims` > 2 means the run was claimed more than once (e.g. `busy`). With the pgserver
+    server, its checkpoints during the samples are listed (a checkpoint's fsyncs can stall
+    the commits on a shared disk)."""
     from wfctl.runtime import serde
     from wfctl.runtime.executor import create
     from wfctl.runtime.store import Store
 
     dsn = world(admin, "bench_worker_wake")
+    if server_log is not None:  # statements of 20 ms or more go to the server log
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("ALTER DATABASE bench_worker_wake SET log_min_duration_statement = 20")
     procs = start_workers(dsn, 1, tmp, concurrency=4)
-    hook_ms: list[float] = []
-    timer_ms: list[float] = []
+    payload = serde.dumps(None, "payload")
+    samples: dict[str, list[dict[str, Any]]] = {"hook": [], "timer": []}
+    load = [os.getloadavg()[0]]
+    log_from = server_log.stat().st_size if server_log is not None else 0
+    probe = FsyncProbe(tmp / "fsync-probe")
+    probe.start()
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             store = Store(conn)
-            for i in range(n):
-                run_id = create(hooked, [f"wake-{i}"], conn=conn, queue="default").run_id
-                while conn.execute(
-                    "SELECT ready_at IS NULL AND lease_owner IS NULL FROM wfctl.run_queue"
+
+            def claimed(run_id: str) -> tuple[float, int]:
+                row = conn.execute(
+                    "SELECT extract(epoch FROM claimed_at)::float8, claims FROM wfctl.run_queue"
                     " WHERE run_id = %s",
                     (run_id,),
-                ).fetchone() != (True,):
-                    time.sleep(0.002)
+                ).fetchone()
+                assert row is not None
+                return float(row[0]), int(row[1])
+
+            def finish(run_id: str, token: str) -> tuple[float, float]:
+                """(stamp(1)'s body start, the start of the transaction of its step_started)"""
+                store.resume_hook(f"{token}/end", payload)
+                wait_done(conn, [run_id])
+                started = [e for e in store.read_events(run_id) if e.type == "step_started"]
+                return float(outputs(conn, [run_id])[0]), started[1].created_at.timestamp()
+
+            def at(t: float) -> str:
+                return time.strftime("%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}"
+
+            for i in range(n):
+                token = f"wake-{i}"
+                run_id = create(hooked, [token], conn=conn, queue="default").run_id
+                wait_parked(conn, run_id)
                 time.sleep(0.05)  # the worker is idle again
                 t0 = time.time()
-                store.resume_hook(f"wake-{i}", serde.dumps(None, "payload"))
-                wait_done(conn, [run_id])
-                hook_ms.append((outputs(conn, [run_id])[0] - t0) * 1000)
-            for _ in range(n):
-                run_id = create(timer, [0.2], conn=conn, queue="default").run_id
-                wait_done(conn, [run_id])
+                store.resume_hook(token, payload)
+                t1 = time.time()
+                wait_parked(conn, run_id)
+                at_claim, claims = claimed(run_id)
+                body, tx = finish(run_id, token)
+                samples["hook"].append(
+                    {
+                        "total": (body - t0) * 1000,
+                        "commit": (t1 - t0) * 1000,
+                        "after_commit": (body - t1) * 1000,
+                        "to_claim": (at_claim - t0) * 1000,
+                        "claim_to_tx": (tx - at_claim) * 1000,
+                        "tx_to_step": (body - tx) * 1000,
+                        "claims": claims,
+                        "at": at(t0),
+                    }
+                )
+            for i in range(n):
+                token = f"timer-{i}"
+                run_id = create(timer, [0.2, token], conn=conn, queue="default").run_id
+                wait_parked(conn, run_id)
+                at_claim, claims = claimed(run_id)
+                body, tx = finish(run_id, token)
                 due = next(e for e in store.read_events(run_id) if e.type == "wait_created")
-                resume_at = due.data["resumeAt"]
-                timer_ms.append((outputs(conn, [run_id])[0] - resume_at.timestamp()) * 1000)
+                resume_at = due.data["resumeAt"].timestamp()
+                samples["timer"].append(
+                    {
+                        "total": (body - resume_at) * 1000,
+                        "to_claim": (at_claim - resume_at) * 1000,
+                        "claim_to_tx": (tx - at_claim) * 1000,
+                        "tx_to_step": (body - tx) * 1000,
+                        "claims": claims,
+                        "at": at(resume_at),
+                    }
+                )
     finally:
         stop_workers(procs)
-    return {"hook_resumed_to_next_step": dist(hook_ms), "timer_due_to_next_step": dist(timer_ms)}
+        probe.stop()
+        load.append(os.getloadavg()[0])
+
+    def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        parts = [k for k in rows[0] if k not in ("total", "claims", "at")]
+        worst = sorted(rows, key=lambda r: r["total"])[-5:]
+        return {
+            **dist([r["total"] for r in rows]),
+            "parts": {k: dist([r[k] for r in rows]) for k in parts},
+            "worst5": [
+                {k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()} for r in worst
+            ],
+            "extra_claims": sum(1 for r in rows if r["claims"] > 2),
+        }
+
+    checkpoints: list[str] = []
+    slow: list[str] = []
+    if server_log is not None:
+        with server_log.open("rb") as f:
+            f.seek(log_from)
+            text = f.read().decode(errors="replace")
+        for line in text.splitlines():
+            if "LOG:  checkpoint" in line:
+                checkpoints.append(line[11:23] + line.split("LOG:", 1)[1])
+            elif "LOG:  duration:" in line:
+                slow.append((line[11:23] + line.split("LOG:", 1)[1])[:160])
+    return {
+        "loadavg_1min_before_after": load,
+        "checkpoints": checkpoints,
+        "statements_over_20ms": slow,
+        "disk_fdatasync_over_20ms": {"probes": probe.probes, "stalls": probe.stalls},
+        "hook_resumed_to_next_step": summary(samples["hook"]),
+        "timer_due_to_next_step": summary(samples["timer"]),
+    }
 
 
 def bench_storm(admin: str, runs: int, kills: int, nworkers: int, tmp: Path) -> dict[str, Any]:
@@ -290,18 +435,23 @@ def bench_storm(admin: str, runs: int, kills: int, nworkers: int, tmp: Path) -> 
         )
         return p.returncode, p.stdout, p.stderr
 
-    result = run_storm(
-        Db(dsn),
-        run_cli,
-        workers,
-        runs=runs,
-        kills=kills,
-        nworkers=nworkers,
-        seed=1,
-        timeout=7200,
-        kill_gap=(0.3, 1.0),
-        refill=True,
-    )
+    try:
+        result = run_storm(
+            Db(dsn),
+            run_cli,
+            workers,
+            runs=runs,
+            kills=kills,
+            nworkers=nworkers,
+            seed=1,
+            timeout=7200,
+            kill_gap=(0.3, 1.0),
+            refill=True,
+        )
+    finally:  # a failed storm leaves its workers running
+        for w in made:
+            if w.alive():
+                w.kill()
     return {
         "runs": result.runs,
         "sigkills": result.kills,
@@ -309,6 +459,7 @@ def bench_storm(admin: str, runs: int, kills: int, nworkers: int, tmp: Path) -> 
         "workers": nworkers,
         "seconds": round(result.seconds, 1),
         "statuses": dict(result.statuses),
+        "failed_by_kills_using_up_attempts": dict(result.exhausted),
         "checks": "all passed (expected statuses, doctor clean, no double terminal, budgets)",
     }
 
@@ -350,15 +501,21 @@ def main() -> None:
                 except Exception as exc:
                     report["dbos"] = f"failed: {type(exc).__name__}: {exc}"
         if args.only in (None, "wake"):
-            report["wake"] = bench_wake(admin, args.wake, tmp)
+            report["wake"] = bench_wake(
+                admin, args.wake, tmp, tmp / "pg" / "log" if server is not None else None
+            )
         if args.storm_kills and args.only in (None, "storm"):
             report["storm"] = bench_storm(
                 admin, args.storm_runs, args.storm_kills, args.storm_workers, tmp
             )
-    finally:
+    except BaseException:
+        print(f"failed; worker logs kept in {tmp}", file=sys.stderr)
         if server is not None:
             server.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if server is not None:
+        server.cleanup()
+    shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(report, indent=2))
 
 

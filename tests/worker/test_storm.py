@@ -48,6 +48,9 @@ class StormResult:
     self_kills: int
     seconds: float
     statuses: Counter[str] = field(default_factory=Counter)
+    # runs that failed instead of their expected status because kills used up a step's
+    # attempts, by workflow kind
+    exhausted: Counter[str] = field(default_factory=Counter)
 
 
 def plan_runs(conn: Any, n: int, rng: random.Random, prefix: str = "s") -> list[Planned]:
@@ -128,11 +131,20 @@ def run_storm(
                 run_ids += [p.run_id for p in batch]
                 hooks.update({f"hook-{p.key}": p for p in batch if p.kind == "hooked"})
             time.sleep(0.1)
+        # The last kill may land in the very iteration that found every run ended, and a
+        # worker restarted in it may still be importing (no SIGTERM handler yet): restart
+        # whatever is dead and let every worker come up before asking them to stop.
         for w in procs:
-            assert w.term(60) == 0, w.log()[-3000:]
+            if not w.alive():
+                w.start()
+        for w in procs:
+            w.worker_id(timeout=120)
+        for w in procs:
+            code = w.term(60)
+            assert code == 0, f"exit status {code}\n" + w.log()[-3000:]
         seconds = time.monotonic() - began
         self_kills = sum(w.starts for w in procs) - nworkers - killed
-        check_outcome(conn, planned)
+        exhausted = check_outcome(conn, planned)
         assert double_terminals(conn) == []
         assert conn.execute("SELECT count(*) FROM wfctl.run_queue").fetchone() == (0,)
         # Graceful exits removed their rows; SIGKILLed workers' rows wait for recovery (run by
@@ -140,11 +152,13 @@ def run_storm(
         assert conn.execute(sql.load("worker/status_workers")).fetchall() == []
         result = StormResult(len(planned), killed, self_kills, seconds)
         result.statuses.update(statuses(conn, run_ids).values())
+        result.exhausted.update(exhausted)
     doctor_clean(run_cli, db.dsn)
     return result
 
 
-def check_outcome(conn: Any, planned: list[Planned]) -> None:
+def check_outcome(conn: Any, planned: list[Planned]) -> list[str]:
+    """Asserts every run's outcome; returns the kinds of the runs whose attempts kills used up."""
     runs = {
         str(r[0]): (str(r[1]), r[2], r[3])
         for r in conn.execute(
@@ -162,6 +176,7 @@ def check_outcome(conn: Any, planned: list[Planned]) -> None:
             "SELECT run_id FROM workflow.workflow_steps WHERE status = 'failed'"
         ).fetchall()
     }
+    exhausted_kinds: list[str] = []
     for p in planned:
         status = runs[p.run_id][0]
         mine = {step: n for (key, step), n in counts.items() if key == p.key}
@@ -171,6 +186,7 @@ def check_outcome(conn: Any, planned: list[Planned]) -> None:
         if status != p.expected:
             # Legitimate only when kills used up a step's attempts: counted, then failed.
             assert status == "failed" and p.run_id in exhausted, (p, status)
+            exhausted_kinds.append(p.kind)
             continue
         if p.kind == "doomed":
             # Two attempts, each killing its worker; an outside SIGKILL that lands between an
@@ -190,6 +206,7 @@ def check_outcome(conn: Any, planned: list[Planned]) -> None:
                 "timed": {"slowpoke"},
             }[p.kind]
             assert set(mine) == expected_steps, (p, mine)
+    return exhausted_kinds
 
 
 def test_crash_storm(beta_world: Any, run_cli: Any, workers: Any) -> None:
