@@ -187,12 +187,18 @@ def bench_wfctl(admin: str, workers: int, concurrent: int, steps: int, tmp: Path
     finally:
         stop_workers(procs)
     gaps = [(b - a) * 1000 for s in stamps for a, b in itertools.pairwise(s)]
-    return {
+    result = {
         "workers": workers,
         "concurrent_runs": concurrent,
         "steps_per_s": round(concurrent * steps / wall, 1),
         "step_overhead": dist(gaps),
     }
+    if max(gaps, default=0.0) > 1000:  # a stall: keep the workers' logs (tmp is removed)
+        kept = Path(tempfile.mkdtemp(prefix=f"wfctl-bench-stall-{workers}w{concurrent}r-"))
+        for log in tmp.glob("w*.log"):
+            shutil.copy(log, kept / log.name)
+        result["stall_logs"] = str(kept)
+    return result
 
 
 def bench_dbos(admin: str, concurrent: int, steps: int) -> dict[str, Any]:

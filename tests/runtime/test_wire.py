@@ -186,3 +186,18 @@ def test_statements_dropped_by_the_session_are_prepared_again(
     with pytest.raises(psycopg.errors.InvalidSqlStatementName):
         store.wire.run([("runtime/read_run", {"run_id": "wrun_none"})])
     assert store.wire.run([("runtime/read_run", {"run_id": "wrun_none"})])[0].rows == []
+
+
+def test_psycopg_statements_and_rollbacks_leave_the_runtimes_prepared_statements(
+    conn: psycopg.Connection[Any], store: Store
+) -> None:
+    """psycopg clears its own prepared statements after a ROLLBACK with `DEALLOCATE ALL`,
+    which dropped the runtime's too (a worker slot then failed and its run waited out the
+    lease). The runtime's sessions keep psycopg from preparing anything."""
+    store.wire.run([("runtime/read_run", {"run_id": "wrun_none"})])
+    for _ in range(10):  # well past psycopg's default prepare threshold (5)
+        conn.execute("SELECT %s::int", (1,))
+    conn.execute("BEGIN")
+    conn.execute("ROLLBACK")
+    conn.execute("SELECT %s::int", (1,))  # psycopg would send its DEALLOCATE ALL here
+    assert store.wire.run([("runtime/read_run", {"run_id": "wrun_none"})])[0].rows == []

@@ -139,6 +139,11 @@ class Pipeline:
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
+        # psycopg must not prepare statements of its own on this session: after a ROLLBACK
+        # it clears its cache with `DEALLOCATE ALL`, which drops ours too (seen as a worker
+        # slot failing on a missing `wfctl_runtime_guard_run` and its run waiting out the
+        # lease: a 19 s stall in bench_worker's 2-worker, 16-run case).
+        conn.prepare_threshold = None
         # Prepared statements belong to the session: shared by every Pipeline (every Store)
         # on this connection.
         prepared_on = _PREPARED.get(conn)
