@@ -200,6 +200,9 @@ class Worker:
             try:
                 done = executor.drive(claim.run_id)
             except psycopg.Error:
+                # This slot's session is lost or unusable; the slot reconnects. Hand the run
+                # back now from a fresh session rather than let it wait out its lease.
+                self._hand_back(claim)
                 raise
             except Exception as exc:
                 # A bug or an unusable run: back off (grows with the claims) and look again.
@@ -227,6 +230,20 @@ class Worker:
         finally:
             with self._held_lock:
                 self._held.pop(claim.run_id, None)
+
+    def _hand_back(self, claim: q.Claim) -> None:
+        """Best effort: make a run whose driving failed on a database error ready at once."""
+        try:
+            with self.connect() as conn:
+                q.release(
+                    conn,
+                    run_id=claim.run_id,
+                    worker=self.worker_id,
+                    seen=claim.wake_seq,
+                    ready_at=datetime.now(UTC),
+                )
+        except psycopg.Error as exc:  # the server is gone too: the lease expires instead
+            self.debug(f"wfctl worker: run {claim.run_id}: not handed back: {_one_line(exc)}")
 
     # -- side threads ---------------------------------------------------------------------
 
