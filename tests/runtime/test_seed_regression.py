@@ -99,5 +99,7 @@ def test_poller_never_sees_half_written_state(world, conn, store) -> None:
             admin.execute(DROP_MARKER)
             faults.drop_faults(admin)
     assert done.status == "completed"
-    assert polls > 50  # the poller really ran through the slow windows
+    # the poller really ran through the slow windows (4 x 0.3 s of slowed inserts at a 10 ms
+    # poll: ~100 polls when idle; a loaded box manages far fewer, never none)
+    assert polls >= 10
     assert seen == []
