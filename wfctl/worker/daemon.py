@@ -220,28 +220,27 @@ class Worker:
                     ready_at = datetime.now(UTC) + timedelta(seconds=self.config.busy_retry)
                 else:
                     ready_at = done.next_due
-            q.release(
-                conn,
-                run_id=claim.run_id,
-                worker=self.worker_id,
-                seen=claim.wake_seq,
-                ready_at=ready_at,
-            )
+            self._release(conn, claim, ready_at)
         finally:
             with self._held_lock:
                 self._held.pop(claim.run_id, None)
+
+    def _release(
+        self, conn: psycopg.Connection[Any], claim: q.Claim, ready_at: datetime | None
+    ) -> None:
+        q.release(
+            conn,
+            run_id=claim.run_id,
+            worker=self.worker_id,
+            seen=claim.wake_seq,
+            ready_at=ready_at,
+        )
 
     def _hand_back(self, claim: q.Claim) -> None:
         """Best effort: make a run whose driving failed on a database error ready at once."""
         try:
             with self.connect() as conn:
-                q.release(
-                    conn,
-                    run_id=claim.run_id,
-                    worker=self.worker_id,
-                    seen=claim.wake_seq,
-                    ready_at=datetime.now(UTC),
-                )
+                self._release(conn, claim, datetime.now(UTC))
         except psycopg.Error as exc:  # the server is gone too: the lease expires instead
             self.debug(f"wfctl worker: run {claim.run_id}: not handed back: {_one_line(exc)}")
 
