@@ -271,14 +271,12 @@ class EventWriter:
             )
         if scheme == "slot" and not first_slot:
             return BatchStatement("writer/insert_events_at_next_slots", params, "slot", len(events))
-        if first_slot:
-            new_ids = [ids.slot_event_id(n) for n in range(1, len(events) + 1)]
-        else:
-            after = floor[5:] if floor and ids.is_legacy_event_id(floor) else None
-            new_ids = []
-            for _ in events:
-                after = self.clock.next(after=after)
-                new_ids.append(ids.LEGACY_EVENT_PREFIX + after)
+        # A freshly marked run's log starts at slot 1; a legacy run's continues after floor.
+        new_ids = []
+        after = None if first_slot else floor
+        for _ in events:
+            after = self.next_event_id(scheme, after)
+            new_ids.append(after)
         return BatchStatement(
             "writer/insert_events_with_ids",
             {**params, "ids": new_ids, "min_id": new_ids[0]},
