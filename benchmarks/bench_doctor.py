@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_world  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from wfctl.doctor import DoctorOptions  # noqa: E402
+from wfctl.doctor.runner import DoctorOptions  # noqa: E402
 
 
 @dataclass
@@ -268,9 +268,9 @@ def what_if(admin: str, dbname: str, variants: list[Variant]) -> dict[str, dict[
     `cursor.stream()`, which PostgreSQL may plan in parallel) instead of a server-side
     cursor (never parallel), and for comparing the SQL with an older revision's.
     """
-    from wfctl.checks import registry
-    from wfctl.checks.base import Needs
-    from wfctl.doctor import DoctorOptions, sql_era
+    from wfctl.doctor import registry
+    from wfctl.doctor.base import Needs
+    from wfctl.doctor.runner import DoctorOptions, sql_era
     from wfctl.world import model
 
     params = DoctorOptions(all_runs=True).params()

@@ -47,9 +47,9 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from wfctl.bootstrap import bootstrap  # noqa: E402
 from wfctl.migrate import package as package_mod  # noqa: E402
 from wfctl.world import catalog  # noqa: E402
+from wfctl.world.bootstrap import bootstrap  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "packages"
 EVENTS_PER_RUN = 25

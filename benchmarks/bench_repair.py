@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import node_available, real_bootstrap  # noqa: E402
-from wfctl.bootstrap import bootstrap  # noqa: E402
 from wfctl.world import codec, ids  # noqa: E402
+from wfctl.world.bootstrap import bootstrap  # noqa: E402
 
 
 def build_world(dsn: str, findings: int) -> None:

@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import itertools
 
-from wfctl.bootstrap import bootstrap
 from wfctl.runtime import Workflows
 from wfctl.runtime.executor import Executor, create
 from wfctl.runtime.store import Store
+from wfctl.world.bootstrap import bootstrap
 
 STAMPS: list[float] = []
 

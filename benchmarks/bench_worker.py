@@ -98,7 +98,7 @@ def make_db(admin: str, name: str) -> str:
 
 
 def world(admin: str, name: str) -> str:
-    from wfctl.bootstrap import bootstrap
+    from wfctl.world.bootstrap import bootstrap
 
     dsn = make_db(admin, name)
     with psycopg.connect(dsn, autocommit=True) as c:
@@ -415,7 +415,7 @@ def bench_wake(admin: str, n: int, tmp: Path, server_log: Path | None = None) ->
 def bench_storm(admin: str, runs: int, kills: int, nworkers: int, tmp: Path) -> dict[str, Any]:
     from tests.worker.conftest import WorkerProc
     from tests.worker.test_storm import run_storm
-    from wfctl.bootstrap import bootstrap
+    from wfctl.world.bootstrap import bootstrap
 
     dsn = make_db(admin, "bench_worker_storm")
     with psycopg.connect(dsn, autocommit=True) as c:

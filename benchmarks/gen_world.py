@@ -55,7 +55,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from wfctl import sql as wfctl_sql  # noqa: E402
-from wfctl.bootstrap import bootstrap  # noqa: E402
+from wfctl.world.bootstrap import bootstrap  # noqa: E402
 from wfctl.world.ids import new_ulid, slot_event_id, wait_row_key  # noqa: E402
 
 DEFAULT_PGDATA = Path("/tmp/wfctl-bench/pgdata")

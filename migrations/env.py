@@ -1,4 +1,4 @@
-"""Alembic environment for wfctl: runs on the connection `wfctl.bootstrap` hands it.
+"""Alembic environment for wfctl: runs on the connection `wfctl.world.bootstrap` hands it.
 
 The version table lives in wfctl's own schema (`wfctl.alembic_version`) so that wfctl never
 adds anything to the package's schemas beyond what the package itself would create.

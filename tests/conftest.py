@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from wfctl.bootstrap import bootstrap
+from wfctl.world.bootstrap import bootstrap
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_SRC = ROOT / "tests" / "node"
@@ -214,7 +214,7 @@ def real_world(pg_server: Server, real_template: str) -> Iterator[Db]:
 @pytest.fixture
 def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
     """Run wfctl in-process with a clean environment; returns (status, stdout, stderr)."""
-    from wfctl.cli import main
+    from wfctl.cli.main import main
 
     for var in ("WFCTL_DATABASE_URL", "WORKFLOW_POSTGRES_URL", "DATABASE_URL", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)

@@ -71,12 +71,12 @@ def test_ctrl_c_exits_130_with_one_line(empty_db) -> None:
 
     env = {**os.environ, "WORKFLOW_POSTGRES_URL": empty_db.dsn}
     code = (
-        "import psycopg, wfctl.app as a\n"
+        "import psycopg, wfctl.cli.app as a\n"
         "@a.app.command('nap')\n"
         "def nap() -> None:\n"
         "    with psycopg.connect(a.resolve_dsn(None).conninfo) as c:\n"
         "        c.execute('SELECT pg_sleep(30)')\n"
-        "from wfctl.cli import run\n"
+        "from wfctl.cli.main import run\n"
         "run()\n"
     )
     proc = subprocess.Popen(

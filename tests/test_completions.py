@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wfctl.commands.completion import script
+from wfctl.cli.commands.completion import script
 
 COMPLETIONS = Path(__file__).resolve().parent.parent / "completions"
 
@@ -30,7 +30,7 @@ def test_bash_completion_protocol_completes_commands() -> None:
         "COMP_CWORD": "1",
     }
     done = subprocess.run(
-        [sys.executable, "-c", "from wfctl.cli import run; run()"],
+        [sys.executable, "-c", "from wfctl.cli.main import run; run()"],
         env=env,
         capture_output=True,
         text=True,

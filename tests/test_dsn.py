@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wfctl.dsn import EMBEDDED, mask_dsn, mask_text, resolve_dsn
+from wfctl.connection.dsn import EMBEDDED, mask_dsn, mask_text, resolve_dsn
 from wfctl.errors import ExitStatus, UsageError
 
 URL = "postgresql://ops:s3cret@db.example:5432/app"

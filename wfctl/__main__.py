@@ -1,5 +1,5 @@
 """`python -m wfctl` runs the CLI."""
 
-from wfctl.cli import run
+from wfctl.cli.main import run
 
 run()

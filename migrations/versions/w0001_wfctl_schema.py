@@ -5,7 +5,7 @@ Revision ID: w0001_wfctl_schema
 
 from alembic import op
 
-from wfctl.bootstrap import run_sql_file
+from wfctl.world.bootstrap import run_sql_file
 
 revision = "w0001_wfctl_schema"
 down_revision = None

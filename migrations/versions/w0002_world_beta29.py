@@ -5,7 +5,7 @@ Revision ID: w0002_world_beta29
 
 from alembic import op
 
-from wfctl.bootstrap import record_drizzle_migrations, run_sql_file
+from wfctl.world.bootstrap import record_drizzle_migrations, run_sql_file
 
 revision = "w0002_world_beta29"
 down_revision = "w0001_wfctl_schema"

@@ -5,7 +5,7 @@ Revision ID: w0003_world_slot
 
 from alembic import op
 
-from wfctl.bootstrap import run_sql_file
+from wfctl.world.bootstrap import run_sql_file
 
 revision = "w0003_world_slot"
 down_revision = "w0002_world_beta29"

@@ -11,7 +11,7 @@ applies to either era. A database bootstrapped by wfctl therefore has two heads 
 
 from alembic import op
 
-from wfctl.bootstrap import run_sql_file
+from wfctl.world.bootstrap import run_sql_file
 
 revision = "w0004_wfctl_worker"
 down_revision = "w0001_wfctl_schema"

@@ -8,7 +8,7 @@ import pytest
 from tests import realworld as rw
 from tests.checks.conftest import live_jobs
 from tests.conftest import _create_db, _drop_db
-from wfctl.checks.registry import CHECKS
+from wfctl.doctor.registry import CHECKS
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from tests import realworld as rw
 from tests.conftest import Db
 from tests.faults import drop_faults
-from wfctl.bootstrap import bootstrap
+from wfctl.world.bootstrap import bootstrap
 
 FORCE = ("--min-age", "0s", "--force-min-age")
 

@@ -15,8 +15,8 @@ from tests.checks.test_wf103 import orphan_hook
 from tests.checks.test_wf112 import completed_wait_without_event
 from tests.faults import slow_insert, wait_for_sleeper
 from tests.repair.conftest import FORCE, events, outcomes
-from wfctl.db import Target
-from wfctl.dsn import ResolvedDsn
+from wfctl.connection.db import Target
+from wfctl.connection.dsn import ResolvedDsn
 from wfctl.repair import runner
 from wfctl.world import model
 
@@ -78,7 +78,7 @@ def test_two_concurrent_applies_write_one_event(world, real_world) -> None:
 
 def _stale_apply(real_world, findings):
     target = Target(ResolvedDsn(real_world.dsn, "test"))
-    from wfctl.db import connect
+    from wfctl.connection.db import connect
     from wfctl.world.writer import EventWriter
 
     with connect(target, autocommit=True) as conn:
@@ -98,7 +98,7 @@ def _stale_apply(real_world, findings):
 
 def _findings(real_world, code):
     target = Target(ResolvedDsn(real_world.dsn, "test"))
-    from wfctl.db import connect
+    from wfctl.connection.db import connect
 
     with connect(target, autocommit=True) as conn:
         world = model.inspect(conn, with_drift=False)

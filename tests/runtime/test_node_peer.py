@@ -48,11 +48,11 @@ import pytest
 from tests import judge
 from tests.conftest import Db
 from tests.judge import Runtime, wait_for_status, wait_until
-from wfctl.bootstrap import bootstrap
 from wfctl.runtime import Workflows
 from wfctl.runtime.executor import Done, Executor, create
 from wfctl.runtime.store import Store
 from wfctl.world import codec
+from wfctl.world.bootstrap import bootstrap
 
 pytestmark = pytest.mark.skipif(
     not judge.available(),

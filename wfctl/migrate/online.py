@@ -36,14 +36,14 @@ from psycopg.rows import dict_row
 from rich.markup import escape
 
 from wfctl import sql
-from wfctl.db import Target, connect, query_error, read_only
+from wfctl.cli.output import Output
+from wfctl.connection.db import Target, connect, query_error, read_only
 from wfctl.errors import ExitStatus, RefusedError, WfctlError
 from wfctl.migrate import recognise
 from wfctl.migrate import state as state_mod
 from wfctl.migrate.package import Migration, Package
 from wfctl.migrate.progress import BuildProgress
 from wfctl.migrate.state import KeyState
-from wfctl.output import Output
 from wfctl.world import catalog, drizzle, model
 
 EVENTS = "workflow.workflow_events"

@@ -17,8 +17,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from wfctl import sql
-from wfctl.db import Target, connect
-from wfctl.output import Output
+from wfctl.cli.output import Output
+from wfctl.connection.db import Target, connect
 
 POLL_S = 0.5
 LINE_EVERY_S = 10.0

@@ -16,7 +16,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from wfctl import sql
-from wfctl.checks.base import Finding
+from wfctl.doctor.base import Finding
 from wfctl.world import codec
 from wfctl.world.model import World
 from wfctl.world.writer import EventWriter

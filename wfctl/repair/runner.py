@@ -32,10 +32,11 @@ from psycopg import errors as pgerrors
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from wfctl import __version__, doctor, sql
-from wfctl.checks import registry as checks_registry
-from wfctl.checks.base import Finding
-from wfctl.db import read_only
+from wfctl import __version__, sql
+from wfctl.connection.db import read_only
+from wfctl.doctor import registry as checks_registry
+from wfctl.doctor import runner as doctor
+from wfctl.doctor.base import Finding
 from wfctl.repair import registry
 from wfctl.repair.base import Action, Context, Refused
 from wfctl.world import ids

@@ -1,6 +1,6 @@
 """WF101: append the missing step_created from the step row."""
 
-from wfctl.checks.base import Finding
+from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, NewEvent, Repair
 from wfctl.world import codec
 

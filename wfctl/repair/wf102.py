@@ -1,6 +1,6 @@
 """WF102: append the missing wait_created with the row's resume_at."""
 
-from wfctl.checks.base import Finding
+from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, NewEvent, Refused, Repair, utc
 
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from ulid import ULID
 
-from wfctl.checks.base import Finding
+from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, NewEvent, Refused, Repair
 from wfctl.world import codec, ids
 

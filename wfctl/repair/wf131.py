@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wfctl.checks.base import Finding
+from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, Refused, Repair
 
 

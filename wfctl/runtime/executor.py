@@ -92,8 +92,8 @@ def configure(connect: Callable[[], psycopg.Connection[Any]]) -> None:
 def _default_connection(registry: Workflows | None = None) -> psycopg.Connection[Any]:
     if _connect is not None:
         return _connect()
-    from wfctl.db import Target, connect
-    from wfctl.dsn import resolve_dsn
+    from wfctl.connection.db import Target, connect
+    from wfctl.connection.dsn import resolve_dsn
 
     target = Target(resolve_dsn(registry.dsn if registry else None))
     return connect(target, autocommit=True)

@@ -1,0 +1,115 @@
+"""The typer application and its global options, shared by every command module.
+
+Global options come before the command (`wfctl --dsn URL doctor`), as with git and psql.
+Each command reads the invocation's `State` from the click context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import typer
+
+from wfctl import __version__
+from wfctl.cli.output import Format, Output
+from wfctl.connection.db import Target, Timeouts
+from wfctl.connection.dsn import resolve_dsn
+
+HELP = """\
+wfctl keeps self-hosted @workflow/world-postgres worlds healthy.
+
+It finds runs wedged by half-written state (an entity row without its event), repairs them with guarded transactions, swaps the event key online, and runs durable workflows that write every row and its event in one transaction.
+
+[bold]Connection[/bold] (first wins): --dsn, WFCTL_DATABASE_URL, WORKFLOW_POSTGRES_URL, DATABASE_URL, libpq PG* variables or ~/.pg_service.conf; with none of them, an embedded PostgreSQL in your data directory.
+
+[bold]Exit codes[/bold]: 0 ok, 1 warnings, 2 critical or refused, 3 unknown/unusable, 64 usage error, 130 interrupted.
+
+[bold]Examples[/bold]
+  wfctl info                                   what is this database?
+  wfctl --dsn postgresql://ops@db/app info     the same, for another database
+  wfctl bootstrap --era slot                   create a slot-era world
+  wfctl --format json info | jq .era           machine-readable output
+"""
+
+app = typer.Typer(
+    name="wfctl",
+    help=HELP,
+    rich_markup_mode="rich",
+    invoke_without_command=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@dataclass
+class State:
+    """What every command needs: where to connect, with which limits, and how to print."""
+
+    target: Target
+    output: Output
+
+
+def state(ctx: typer.Context) -> State:
+    """The State the global callback stored on the root context."""
+    obj = ctx.find_root().obj
+    assert isinstance(obj, State), "global options were not parsed"
+    return obj
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"wfctl {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def global_options(
+    ctx: typer.Context,
+    dsn: Annotated[
+        str | None,
+        typer.Option(
+            "--dsn",
+            help="PostgreSQL connection string (URI or key=value). Overrides the environment.",
+            show_default=False,
+        ),
+    ] = None,
+    output_format: Annotated[
+        Format,
+        typer.Option("--format", "-f", help="Output format (commands accept a subset)."),
+    ] = Format.TEXT,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")
+    ] = False,
+    verbose: Annotated[
+        int, typer.Option("--verbose", "-v", count=True, help="More detail; tracebacks on errors.")
+    ] = 0,
+    statement_timeout: Annotated[
+        int,
+        typer.Option(
+            "--statement-timeout", metavar="MS", help="Per-statement limit in ms; 0 disables."
+        ),
+    ] = 30_000,
+    lock_timeout: Annotated[
+        int, typer.Option("--lock-timeout", metavar="MS", help="Lock wait limit in ms; 0 disables.")
+    ] = 5_000,
+    connect_timeout: Annotated[
+        int, typer.Option("--connect-timeout", metavar="S", help="Connection attempt limit in s.")
+    ] = 10,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Parse the global options once; commands read them through `state(ctx)`."""
+    if ctx.invoked_subcommand is None and not ctx.resilient_parsing:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
+    output = Output(format=output_format, no_color=no_color, verbose=verbose)
+    timeouts = Timeouts(
+        statement_ms=max(0, statement_timeout),
+        lock_ms=max(0, lock_timeout),
+        connect_s=max(1, connect_timeout),
+    )
+    ctx.obj = State(target=Target(resolve_dsn(dsn), timeouts), output=output)

@@ -1,0 +1,209 @@
+"""`wfctl doctor`: read-only detection of every known corruption family."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import psycopg
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn
+
+from wfctl.cli.app import app, state
+from wfctl.cli.output import Format, Output
+from wfctl.connection.db import connect, query_error, read_only
+from wfctl.doctor import registry
+from wfctl.doctor import render as doctor_render
+from wfctl.doctor import runner as doctor
+from wfctl.doctor.base import Check
+from wfctl.durations import parse_duration
+from wfctl.errors import UsageError
+from wfctl.world import model
+
+
+@app.command("doctor")
+def doctor_command(
+    ctx: typer.Context,
+    min_age: Annotated[
+        str,
+        typer.Option(
+            "--min-age",
+            help="Findings younger than this are 'in flight' (a write may still be landing).",
+        ),
+    ] = "10m",
+    all_runs: Annotated[
+        bool, typer.Option("--all", help="Scan history too, not only pending/running runs.")
+    ] = False,
+    run: Annotated[
+        list[str] | None, typer.Option("--run", help="Only this run (repeatable); any status.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only runs created within this duration.")
+    ] = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Only these codes, e.g. WF112,WF131.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="Samples kept per check.")] = 5,
+    attempt_threshold: Annotated[
+        int, typer.Option("--attempt-threshold", help="WF131: continuation attempts that alarm.")
+    ] = 100,
+    job_prefix: Annotated[
+        str,
+        typer.Option(
+            "--job-prefix",
+            envvar="WORKFLOW_POSTGRES_JOB_PREFIX",
+            help="The world's graphile job prefix (task <prefix>flows).",
+        ),
+    ] = "workflow_",
+    output_file: Annotated[
+        Path | None,
+        typer.Option("--output", help="Write the report to FILE atomically (textfile collector)."),
+    ] = None,
+    work_mem: Annotated[
+        str,
+        typer.Option(
+            "--work-mem",
+            envvar="WFCTL_WORK_MEM",
+            help="work_mem for the scan's own transaction (e.g. 64MB, 1GB; 'server' keeps the"
+            " server's): history checks hash millions of keys and spill below it.",
+        ),
+    ] = "64MB",
+    explain: Annotated[
+        str | None, typer.Option("--explain", metavar="CODE", help="Explain one finding code.")
+    ] = None,
+) -> None:
+    """Detect wedged runs: rows and events that disagree, runaway or missing wake-ups, drift.
+
+    Read-only (one READ ONLY transaction, bounded by --statement-timeout), safe every minute
+    from cron. By default only live runs and the queue are scanned. Exit 0 no findings,
+    1 warnings only, 2 critical, 3 unknown (could not connect, or a check could not run).
+
+    [bold]Examples[/bold]
+      wfctl doctor
+      wfctl doctor --all --limit 20
+      wfctl doctor --only WF112,WF131 --run wrun_01J...
+      wfctl --format prometheus doctor --output /var/lib/node_exporter/wfctl.prom
+      wfctl --format nagios doctor
+      wfctl doctor --explain WF112
+    """
+    st = state(ctx)
+    if explain:
+        _explain(st.output, registry.get(explain))
+        return
+    fmt = st.output.require(*Format)
+    options = doctor.DoctorOptions(
+        min_age=parse_duration(min_age, "--min-age"),
+        all_runs=all_runs,
+        run_ids=tuple(run or ()),
+        since=parse_duration(since, "--since") if since else None,
+        limit=limit,
+        attempt_threshold=attempt_threshold,
+        job_prefix=job_prefix,
+        work_mem=_work_mem(work_mem),
+    )
+    checks = registry.select(only)
+    with connect(st.target) as conn:
+        try:
+            with read_only(conn):
+                world = model.inspect(conn, with_drift=False)
+                world.require_present()
+                report = _run(st.output, conn, world, checks, options)
+        except psycopg.Error as exc:
+            raise query_error(exc, st.target, "running doctor") from None
+    text = _render(st.output, fmt, report)
+    if output_file is not None:
+        _write_atomically(output_file, text)
+        st.output.message(f"wrote {output_file}")
+    elif text:
+        st.output.data(text)
+    if fmt is Format.TEXT:
+        st.output.message(doctor_render.summary_line(report))
+    raise typer.Exit(int(report.exit_status))
+
+
+def _work_mem(text: str) -> str | None:
+    """A PostgreSQL memory size, checked here so a typo is a usage error, not a failed scan."""
+    value = text.strip()
+    if value.lower() == "server":
+        return None
+    if not re.fullmatch(r"[1-9][0-9]*(kB|MB|GB)", value):
+        raise UsageError(
+            f"--work-mem: cannot read {text!r} as a memory size", hint="use e.g. 64MB, 512MB, 1GB"
+        )
+    return value
+
+
+def _run(
+    output: Output,
+    conn: psycopg.Connection[tuple[object, ...]],
+    world: model.World,
+    checks: list[Check],
+    options: doctor.DoctorOptions,
+) -> doctor.Report:
+    """Run the checks, with a progress line on stderr when a human is watching."""
+    if output.format is not Format.TEXT or not sys.stderr.isatty():
+        return doctor.run(conn, world, checks, options)
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), console=output.err, transient=True
+    ) as progress:
+        task = progress.add_task("checking", total=len(checks))
+
+        def on_check(check: Check) -> None:
+            progress.update(task, description=f"{check.code} {check.title}", advance=1)
+
+        return doctor.run(conn, world, checks, options, on_check)
+
+
+def _render(output: Output, fmt: Format, report: doctor.Report) -> str:
+    if fmt is Format.JSON:
+        import json
+
+        return json.dumps(report.as_dict(), indent=2, default=str)
+    if fmt is Format.JSONL:
+        return "\n".join(doctor_render.jsonl(report))
+    if fmt is Format.PROMETHEUS:
+        return doctor_render.prometheus(report)
+    if fmt is Format.NAGIOS:
+        return doctor_render.nagios(report)
+    output.table(doctor_render.HEADERS, doctor_render.rows(report))
+    return "\n".join(doctor_render.details(report))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write beside the target and rename: the collector never reads a half-written file."""
+    if not path.parent.is_dir():
+        raise UsageError(f"--output: directory {path.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _explain(output: Output, check: Check) -> None:
+    e = check.explanation
+    output.data(
+        "\n".join(
+            [
+                f"{check.code}: {check.title} (severity {check.severity.value})",
+                "",
+                f"What it means:  {e.meaning}",
+                "",
+                f"Why the run is stuck:  {e.why_stuck}",
+                "",
+                f"How it happened:  {e.cause}",
+                "",
+                f"What `wfctl repair` does:  {e.repair}",
+                "",
+                f"Remedy: {check.remedy}",
+            ]
+        )
+    )

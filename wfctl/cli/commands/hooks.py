@@ -1,0 +1,64 @@
+"""`wfctl hooks resume TOKEN [JSON]`: deliver a payload to a workflow waiting on a hook."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from wfctl.cli.app import app, state
+from wfctl.cli.commands.run import runtime_store
+from wfctl.cli.output import Format
+from wfctl.errors import ExitStatus, UsageError, WfctlError
+from wfctl.runtime import serde
+from wfctl.runtime.store import GuardError
+
+hooks_app = typer.Typer(
+    help="Resume workflows waiting on hooks.\n\n[bold]Examples[/bold]\n"
+    "  wfctl hooks resume approve-o-1 '{\"approved\": true}'",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+app.add_typer(hooks_app, name="hooks")
+
+
+@hooks_app.command("resume")
+def resume_hook(
+    ctx: typer.Context,
+    token: Annotated[str, typer.Argument(metavar="TOKEN")],
+    payload_json: Annotated[
+        str | None, typer.Argument(metavar="[JSON]", help="The payload (JSON); null if absent.")
+    ] = None,
+) -> None:
+    """Record a payload for the hook holding TOKEN (hook_received, in one transaction that
+    locks the run). The run continues in the process driving it (`wfctl run ... --wait`), or
+    the next time it is driven (`wfctl run MODULE:WORKFLOW --id RUN_ID`). Exit 0 delivered,
+    2 when the run has ended, 3 when no hook holds the token.
+
+    [bold]Examples[/bold]
+      wfctl hooks resume approve-o-1 '{"approved": true}'
+      wfctl --format json hooks resume approve-o-1 '"yes"'
+    """
+    st = state(ctx)
+    st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    payload: Any = None
+    if payload_json is not None:
+        try:
+            payload = json.loads(payload_json)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"JSON is not valid: {exc}") from None
+    data = serde.dumps(payload, "a hook payload")
+    with runtime_store(st, allow_node_peer=True) as store:
+        try:
+            run_id, hook_id = store.resume_hook(token, data)
+        except LookupError as exc:
+            raise WfctlError(
+                str(exc), hint="the run may have ended, or the token is wrong"
+            ) from None
+        except GuardError as exc:
+            raise WfctlError(str(exc), status=ExitStatus.CRITICAL) from None
+    if st.output.format is Format.JSON:
+        st.output.json({"run_id": run_id, "hook_id": hook_id, "token": token})
+    else:
+        st.output.data(f"{run_id}: hook {hook_id} received a payload")

@@ -1,0 +1,222 @@
+"""`wfctl migrate`: the slot-era event key swap without blocking a live world (issue 5).
+
+`wfctl migrate status` reports; `wfctl migrate --online` prepares (and with `--swap`
+performs) the swap. The logic lives in `wfctl.migrate`; this module parses and renders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import psycopg
+import typer
+
+from wfctl.cli.app import app, state
+from wfctl.cli.output import Format, Output
+from wfctl.connection.db import connect, query_error, read_only
+from wfctl.errors import ExitStatus, UsageError, WfctlError
+from wfctl.migrate import package as package_mod
+from wfctl.migrate import status as status_mod
+from wfctl.migrate.online import OnlineMigration, Options, Report
+
+MIGRATE_HELP = """\
+Swap the event key to (run_id, id) without blocking a live world.
+
+The slot era keys workflow.workflow_events by (run_id, id). Done the package's way, its migrator builds that key's index under ACCESS EXCLUSIVE inside one transaction: every read and write of the busiest table waits for the whole build.
+
+[bold]--online[/bold] (prepare) checks for (run_id, id) duplicates, builds the unique index CONCURRENTLY (progress on stderr), verifies it, and says what remains: the package's migrator then adopts the index, so its exclusive lock covers only catalog work. [bold]--swap --package DIR[/bold] also swaps the key itself in one catalog statement under a short lock_timeout with bounded, jittered retries, drops the redundant (run_id) index concurrently, creates workflow_event_slots, adds 0018's column when DIR has it pending, and records the replaced migrations (hash and journal `when` from DIR) so the package's migrator skips them. Only migrations wfctl recognises are replaced; any other package is refused.
+
+Every phase detects whether it already happened: rerun after any interruption. A second `wfctl migrate` is refused and told who holds the migration lock.
+
+Exit: 0 done, 1 done with catalog drift, 2 refused (unknown package, duplicates, another migration running), 3 lock not granted after the retries / timeout / no world, 64 usage.
+
+[bold]Examples[/bold]
+  wfctl migrate status --package node_modules/@workflow/world-postgres
+  wfctl migrate --online
+  wfctl migrate --online --swap --package node_modules/@workflow/world-postgres
+  wfctl migrate --online --swap --package DIR --dry-run
+  wfctl migrate --online --swap --package DIR --lock-timeout 500 --retries 20
+"""  # noqa: E501 (one paragraph per line: rich wraps them)
+
+migrate_app = typer.Typer(
+    name="migrate",
+    help=MIGRATE_HELP,
+    rich_markup_mode="rich",
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(migrate_app)
+
+PackageOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--package",
+        metavar="DIR",
+        help="The installed @workflow/world-postgres folder (or its src/drizzle/migrations).",
+        show_default=False,
+    ),
+]
+
+
+@migrate_app.callback()
+def migrate(
+    ctx: typer.Context,
+    online: Annotated[
+        bool, typer.Option("--online", help="Prepare the swap: build the key's index concurrently.")
+    ] = False,
+    swap: Annotated[
+        bool, typer.Option("--swap", help="Also swap the key and record the replaced migrations.")
+    ] = False,
+    package: PackageOption = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the exact plan with lock levels; write nothing."),
+    ] = False,
+    lock_timeout: Annotated[
+        int,
+        typer.Option(
+            "--lock-timeout",
+            metavar="MS",
+            help="Lock wait per attempt for the exclusive catalog statements (> 0).",
+        ),
+    ] = 1000,
+    retries: Annotated[
+        int,
+        typer.Option("--retries", metavar="N", help="Retries after a lock timeout (0-100)."),
+    ] = 10,
+) -> None:
+    st = state(ctx)
+    if ctx.invoked_subcommand is not None:
+        if online or swap or dry_run:
+            raise UsageError(
+                f"--online/--swap/--dry-run do not combine with `migrate {ctx.invoked_subcommand}`",
+                hint="see `wfctl migrate --help`",
+            )
+        if package is not None:
+            ctx.meta["wfctl_migrate_package"] = package
+        return
+    if not online:
+        if swap or dry_run or package is not None:
+            raise UsageError("these options need --online", hint="see `wfctl migrate --help`")
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
+    if swap and package is None:
+        raise UsageError(
+            "--swap needs --package DIR: wfctl records the replaced migrations from it",
+            hint="e.g. --package node_modules/@workflow/world-postgres",
+        )
+    if lock_timeout <= 0:
+        raise UsageError(
+            "--lock-timeout must be above 0: without it the swap could queue every reader "
+            "and writer of workflow_events behind it",
+            hint="a few hundred to a few thousand milliseconds",
+        )
+    if not 0 <= retries <= 100:
+        raise UsageError("--retries must be between 0 and 100", hint="the default is 10")
+    fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    options = Options(
+        swap=swap,
+        package=package_mod.load(package) if package is not None else None,
+        dry_run=dry_run,
+        lock_timeout_ms=lock_timeout,
+        retries=retries,
+    )
+    try:
+        report = OnlineMigration(st.target, st.output, options).run()
+    except KeyboardInterrupt:
+        raise WfctlError(
+            "interrupted",
+            hint="every phase is resumable; rerun the same command. An interrupted build "
+            "leaves an INVALID index, which the rerun drops and rebuilds",
+            status=ExitStatus.INTERRUPTED,
+        ) from None
+    if fmt is Format.JSON:
+        st.output.json(report.as_dict())
+    else:
+        _print_report(st.output, report)
+    if report.status:
+        raise typer.Exit(int(report.status))
+
+
+def _print_report(output: Output, report: Report) -> None:
+    lines: list[str] = []
+    if report.dry_run:
+        lines.append(
+            f"plan for `wfctl migrate --online{' --swap' if report.mode == 'swap' else ''}` on "
+            f"{report.database!r} ({report.era_before}); nothing was written"
+        )
+        if report.lock_holder:
+            lines.append(f"note: the wfctl migrate lock is held now by {report.lock_holder}")
+        for n, step in enumerate(report.steps, 1):
+            verb = "RUN " if step.action == "run" else "skip"
+            lines.append(f"{n}. [{verb}] {step.name}: {step.reason}")
+            if step.sql:
+                lines += [f"       {ln}" for ln in step.sql.splitlines()]
+            lines.append(f"     lock: {step.lock}")
+            for row in step.rows:
+                lines.append(
+                    f"     record: {row['tag']} hash {row['hash']} created_at {row['created_at']}"
+                )
+    else:
+        for step in report.steps:
+            took = f" ({step.seconds:.2f} s" if step.seconds is not None else ""
+            if took and step.attempts and step.attempts > 1:
+                took += f", {step.attempts} attempts"
+            took += ")" if took else ""
+            verb = "ran " if step.action == "ran" else "done"
+            lines.append(f"{verb} {step.name}{took}: {step.reason}")
+            for row in step.rows:
+                lines.append(
+                    f"     recorded {row['tag']} (hash {row['hash'][:12]}…, "
+                    f"created_at {row['created_at']})"
+                )
+        if report.era_after:
+            lines.append(f"era: {report.era_before} -> {report.era_after}")
+        if report.mode == "swap":
+            lines.append(
+                "catalog: matches the slot-era catalog"
+                if not report.catalog_drift
+                else f"catalog drift from the slot era ({len(report.catalog_drift)}):"
+            )
+            lines += [f"  - {d}" for d in report.catalog_drift]
+    for item in report.remaining:
+        mark = "" if item["recognised"] else " (not recognised by wfctl)"
+        lines.append(f"pending after this: {item['tag']} (when {item['when']}){mark}")
+    lines.append(f"next: {report.advice}")
+    output.data("\n".join(lines))
+
+
+@migrate_app.command("status")
+def status(ctx: typer.Context, package: PackageOption = None) -> None:
+    """Show the era, recorded migrations, pending ones with their locks, and what would block.
+
+    Read-only. Names an INVALID leftover index and a migration in progress. With --package,
+    lists each pending migration of that installed @workflow/world-postgres statement by
+    statement with the lock it takes, the table sizes, an estimate of what the package's
+    migrator would block as the world stands now, and whether `--online --swap` can replace
+    it. Exit 0, or 1 with warnings (INVALID index, unrecognised or never-applied migrations).
+
+    [bold]Examples[/bold]
+      wfctl migrate status
+      wfctl migrate status --package node_modules/@workflow/world-postgres
+      wfctl --format json migrate status --package DIR | jq .would_block
+    """
+    st = state(ctx)
+    fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    folder = package if package is not None else ctx.meta.get("wfctl_migrate_package")
+    pkg = package_mod.load(folder) if folder is not None else None
+    with connect(st.target) as conn:
+        try:
+            with read_only(conn):
+                report = status_mod.build(conn, pkg)
+        except psycopg.Error as exc:
+            raise query_error(exc, st.target, "reading the migration status") from None
+    if fmt is Format.JSON:
+        st.output.json(report.as_dict())
+    else:
+        st.output.data("\n".join(status_mod.text_lines(report)))
+    if not report.world.present:
+        report.world.require_known()  # no world: exit 3 with its hint
+    if report.status:
+        raise typer.Exit(int(report.status))

@@ -1,0 +1,236 @@
+"""`wfctl repair`: guarded repairs, a dry run unless --apply; `wfctl repair log`: the audit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import timedelta
+from typing import Annotated, Any
+
+import psycopg
+import typer
+from psycopg.rows import dict_row
+
+from wfctl import sql
+from wfctl.cli.app import app, state
+from wfctl.cli.output import Format, Output
+from wfctl.connection.db import connect, query_error, read_only
+from wfctl.durations import parse_duration
+from wfctl.errors import ExitStatus, RefusedError, UsageError
+from wfctl.repair import runner
+from wfctl.world import model
+
+repair_app = typer.Typer(
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(repair_app, name="repair")
+
+MIN_AGE_FLOOR = timedelta(minutes=1)
+
+
+@repair_app.callback()
+def repair(
+    ctx: typer.Context,
+    apply: Annotated[bool, typer.Option("--apply", help="Write the repairs.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only print the plan (the default).")
+    ] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log); with --apply.")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Only these codes, e.g. WF101,WF112.")
+    ] = None,
+    run: Annotated[list[str] | None, typer.Option("--run", help="Only this run (repeatable).")] = (
+        None
+    ),
+    all_runs: Annotated[bool, typer.Option("--all", help="Terminal runs too (WF113).")] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most N findings per code.")] = (
+        1000
+    ),
+    min_age: Annotated[
+        str, typer.Option("--min-age", help="Only findings older than this (floor 1m).")
+    ] = "10m",
+    force_min_age: Annotated[
+        bool, typer.Option("--force-min-age", help="Allow --min-age below 1 minute.")
+    ] = False,
+    allow_rewrite: Annotated[
+        bool, typer.Option("--allow-rewrite", help="Allow renumbering repairs (WF121b/122/123).")
+    ] = False,
+    job_prefix: Annotated[
+        str,
+        typer.Option("--job-prefix", envvar="WORKFLOW_POSTGRES_JOB_PREFIX", help="Job prefix."),
+    ] = "workflow_",
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, max=32, help="Runs repaired in parallel.")
+    ] = 4,
+    unlock_dead_worker: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--unlock-dead-worker",
+            metavar="WORKER_ID",
+            help="Release the jobs a worker you know is dead still holds (repeatable).",
+        ),
+    ] = None,
+) -> None:
+    """Append the events doctor found missing, in one short guarded transaction per run.
+
+    Every repair locks the run and entity rows, re-checks its finding with doctor's own
+    query, refuses while the finding is younger than --min-age or a queue job for the run is
+    locked, numbers the event the way the run does (slot or wevt_), copies payload bytes
+    from the row, and writes an audit row. A dry run (the default) writes nothing. Exit 0
+    when every targeted finding is gone, 2 when any was refused or remains.
+
+    [bold]Examples[/bold]
+      wfctl repair
+      wfctl repair --only WF112 --run wrun_01J...
+      wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
+      wfctl repair --apply --reason "INC-42" --yes --unlock-dead-worker worker-7f3a
+      wfctl repair log --run wrun_01J...
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    st = state(ctx)
+    fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    if apply and dry_run:
+        raise UsageError("--apply and --dry-run exclude each other")
+    age = parse_duration(min_age, "--min-age")
+    if age < MIN_AGE_FLOOR and not force_min_age:
+        raise UsageError(
+            f"--min-age {min_age} is below the 1 minute floor",
+            hint="an original insert can take minutes; add --force-min-age if you are sure",
+        )
+    if apply and not (reason and reason.strip()):
+        raise UsageError("--apply needs --reason TEXT (it is kept in the audit log)")
+    if allow_rewrite:
+        raise RefusedError(
+            "--allow-rewrite (renumbering slot runs) is not available in this version",
+            hint="WF122/WF123 and the restart variant of WF121 are reported, not repaired",
+        )
+    options = runner.RepairOptions(
+        min_age=age,
+        only=tuple(c.strip().upper() for item in only or () for c in item.split(",") if c),
+        run_ids=tuple(run or ()),
+        all_runs=all_runs,
+        limit=limit,
+        job_prefix=job_prefix,
+        workers=jobs,
+    )
+    with connect(st.target, autocommit=True) as conn:
+        try:
+            with read_only(conn):
+                world = model.inspect(conn, with_drift=False)
+            world.require_known()
+            if apply:
+                _preflight(st.output, world, yes)
+                if unlock_dead_worker:
+                    _unlock(st.output, conn, world, unlock_dead_worker)
+            report = runner.repair(
+                conn,
+                world,
+                options,
+                apply=apply,
+                reason=reason or "",
+                connect=lambda: connect(st.target, autocommit=True),
+            )
+        except psycopg.Error as exc:
+            raise query_error(exc, st.target, "repairing") from None
+    _print(st.output, fmt, report)
+    raise typer.Exit(int(ExitStatus.OK if report.ok else ExitStatus.CRITICAL))
+
+
+def _preflight(output: Output, world: model.World, yes: bool) -> None:
+    if not world.has_wfctl:
+        raise RefusedError(
+            "this world has no `wfctl` schema for the repair audit log",
+            hint="run `wfctl bootstrap` once: it adopts the world and adds only wfctl's schema",
+        )
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError("--apply without a terminal needs --yes")
+    if not typer.confirm(f"Apply repairs to database {world.database!r}?", err=True):
+        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+
+
+def _unlock(
+    output: Output, conn: psycopg.Connection[Any], world: model.World, workers: list[str]
+) -> None:
+    """graphile's force_unlock_workers for workers the operator declares dead."""
+    if not world.has_graphile:
+        raise UsageError("--unlock-dead-worker: graphile_worker is not installed here")
+    conn.execute(sql.load("repair/unlock_workers"), {"worker_ids": workers})
+    output.message(f"released the jobs held by {', '.join(workers)}")
+
+
+def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
+    if fmt is Format.JSON:
+        output.json(report.as_dict())
+        return
+    verb = "applied" if report.applied else "plan (dry run: nothing written)"
+    lines = [f"wfctl repair: {verb}"]
+    for item in report.items:
+        f = item.finding
+        lines.append(f"{f.code} run {f.run_id or '-'} {f.entity_id or ''}: {item.outcome}")
+        if item.reason:
+            lines.append(f"    why: {item.reason}")
+        lines += [f"    - {a}" for a in item.actions]
+        if item.event_ids:
+            lines.append(f"    wrote: {', '.join(item.event_ids)} (audit #{item.audit_id})")
+    if not report.items:
+        lines.append("nothing to repair")
+    if report.applied:
+        lines.append(f"before: {_counts(report.before)}   after: {_counts(report.after)}")
+    output.data("\n".join(lines))
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "none"
+
+
+@repair_app.command("log")
+def log(
+    ctx: typer.Context,
+    run: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most N entries.")] = 50,
+) -> None:
+    """List past repairs from the audit table (newest first).
+
+    [bold]Examples[/bold]
+      wfctl repair log
+      wfctl --format json repair log --run wrun_01J...
+    """
+    st = state(ctx)
+    fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.MARKDOWN, Format.JSON)
+    with connect(st.target) as conn:
+        try:
+            with read_only(conn):
+                world = model.inspect(conn, with_drift=False)
+                if not world.has_wfctl:
+                    raise RefusedError("no `wfctl` schema here: nothing was ever repaired by wfctl")
+                with conn.cursor(row_factory=dict_row) as cur:
+                    rows = cur.execute(sql.load("repair/log"), {"run_id": run, "limit": limit})
+                    entries: list[dict[str, Any]] = rows.fetchall()
+        except psycopg.Error as exc:
+            raise query_error(exc, st.target, "reading the repair log") from None
+    if fmt is Format.JSON:
+        st.output.data(json.dumps(entries, indent=2, default=str))
+        return
+    st.output.table(
+        ("id", "at", "user", "code", "run", "entity", "events", "reason"),
+        [
+            (
+                e["id"],
+                e["at"],
+                e["db_user"],
+                e["code"],
+                e["run_id"],
+                e["entity_id"] or "",
+                ", ".join(e["event_ids"]),
+                e["reason"],
+            )
+            for e in entries
+        ],
+    )

@@ -1,0 +1,258 @@
+"""`wfctl run module:workflow`: start a durable Python run and drive it in this process."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import psycopg
+import typer
+
+from wfctl import sql
+from wfctl.cli.app import State, app, state
+from wfctl.cli.output import Format
+from wfctl.connection.db import connect, query_error
+from wfctl.durations import parse_duration
+from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
+from wfctl.runtime import executor as ex
+from wfctl.runtime.api import WorkflowDef, Workflows
+from wfctl.runtime.store import Store
+from wfctl.world import model
+
+ALLOW_NODE_ENV = "WFCTL_ALLOW_NODE_PEER"
+
+
+@contextmanager
+def runtime_store(
+    st: State, *, allow_node_peer: bool = False, queue: bool = False
+) -> Iterator[Store]:
+    """A store on the resolved database (the embedded server, bootstrapped, when no DSN).
+    With `queue`, the worker's tables (wfctl's own branch) are added where missing."""
+    with connect(st.target, autocommit=True) as conn:
+        try:
+            # imported here: alembic/SQLAlchemy cost ~0.5 s that other commands never need
+            from wfctl.world.bootstrap import bootstrap, ensure_worker_schema
+
+            world = model.inspect(conn, with_drift=False)
+            if not world.present and st.target.dsn.is_embedded:
+                st.output.message(
+                    "wfctl: the embedded PostgreSQL holds no world yet: "
+                    "creating a beta.29-shape one (wfctl bootstrap)"
+                )
+                bootstrap(conn, "beta29")
+                world = model.inspect(conn, with_drift=False)
+            world.require_known()
+            if not allow_node_peer and os.environ.get(ALLOW_NODE_ENV) != "1":
+                refuse_node_peer(conn)
+            if queue and ensure_worker_schema(conn):
+                st.output.message("wfctl: added the worker's queue tables (schema wfctl)")
+            yield Store(conn, slots=world.has_event_slots)
+        except psycopg.Error as exc:
+            raise query_error(exc, st.target, "running workflows") from None
+
+
+def refuse_node_peer(conn: psycopg.Connection[Any]) -> None:
+    """Refuse a world a Node deployment also uses (docs/runtime.md, "Sharing a world with a
+    Node deployment"; tests/runtime/test_node_peer.py).
+
+    Observed with the real package (world-postgres 5.0.0-beta.29, core 5.0.0-beta.39): a Node
+    process's `world.start()` re-enqueues every pending/running run, Python ones included; its
+    flow route, whose bundle lacks the Python workflow, writes `run_failed` (RUNTIME_ERROR,
+    WorkflowNotRegisteredError) into each within a second and deletes its waits and hooks.
+    A failed run is final: nothing can resume it.
+    """
+    row = conn.execute(sql.load("runtime/node_peers")).fetchone()
+    if row is not None and row[0]:
+        raise RefusedError(
+            "this world has the Node world's queue (graphile_worker): a Node deployment's "
+            "startup recovery would fail every pending or running Python run in it "
+            "(run_failed, WorkflowNotRegisteredError), for good",
+            hint=f"use a separate database, or pass --allow-node-peer ({ALLOW_NODE_ENV}=1) "
+            "if no Node world process will ever start on it (docs/runtime.md)",
+        )
+
+
+def load_target(spec: str) -> WorkflowDef:
+    """`module:attr` (or `path/to/file.py:attr`) -> the workflow."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(
+            f"expected MODULE:WORKFLOW, got {spec!r}", hint="e.g. myapp.flows:checkout"
+        )
+    module = import_module(module_name)
+    head, _, rest = attr.partition(".")
+    obj: Any = getattr(module, head, None)
+    if obj is None:
+        raise UsageError(f"module {module_name!r} has no attribute {head!r}")
+    if isinstance(obj, Workflows):
+        if rest:
+            return _find(obj, rest)
+        if len(obj.workflows) == 1:
+            return next(iter(obj.workflows.values()))
+        raise UsageError(
+            f"{spec} is a registry with {len(obj.workflows)} workflows",
+            hint=f"name one: {module_name}:{head}.<workflow>",
+        )
+    if isinstance(obj, WorkflowDef):
+        return obj
+    raise UsageError(f"{spec} is not a workflow (decorate it with @wf.workflow)")
+
+
+def import_module(module_name: str) -> Any:
+    """A dotted module (from the working directory too) or a path to a .py file."""
+    try:
+        if module_name.endswith(".py") or "/" in module_name:
+            path = Path(module_name).resolve()
+            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if mod_spec is None or mod_spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[path.stem] = module
+            mod_spec.loader.exec_module(module)
+        else:
+            if os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())
+            module = importlib.import_module(module_name)
+    except (ImportError, OSError) as exc:
+        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    return module
+
+
+def _find(registry: Workflows, name: str) -> WorkflowDef:
+    try:
+        return registry.find(name)
+    except LookupError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def report_done(st: State, done: ex.Done, created_existing: bool = False) -> None:
+    out: dict[str, Any] = {"run_id": done.run_id, "status": done.status}
+    if created_existing:
+        out["existing"] = True
+    if done.status == "completed":
+        out["output"] = done.output
+    if done.error:
+        out["error"] = done.error
+    if done.error_code:
+        out["error_code"] = done.error_code
+    if st.output.format is Format.JSON:
+        st.output.json(out)
+    else:
+        st.output.data(done.run_id)
+        line = f"status: {done.status}"
+        if done.status == "completed":
+            line += f"\noutput: {json.dumps(done.output, default=str)}"
+        if done.error:
+            line += f"\nerror: {done.error_code or ''} {done.error}".rstrip()
+        st.output.data(line)
+
+
+def exit_for(done: ex.Done, waited: bool) -> None:
+    if done.status in ("failed", "cancelled"):
+        raise typer.Exit(int(ExitStatus.CRITICAL))
+    if waited and done.status not in ("completed",):
+        raise typer.Exit(int(ExitStatus.WARNING))
+
+
+@app.command("run")
+def run_command(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(metavar="MODULE:WORKFLOW", help="What to run.")],
+    args_json: Annotated[
+        str | None,
+        typer.Argument(metavar="[ARGS]", help="Arguments as JSON: a list, or one value."),
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--id", help="Run id (wrun_<ULID>); an existing run resumes.")
+    ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option("--idempotency-key", help="Start at most one run per key."),
+    ] = None,
+    detach: Annotated[
+        bool,
+        typer.Option("--detach", help="Only start the run and leave it to `wfctl worker`s."),
+    ] = False,
+    queue: Annotated[
+        str, typer.Option("--queue", help="With --detach: the workers' queue to hand it to.")
+    ] = "default",
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Drive to the end, sleeping through durable sleeps.")
+    ] = False,
+    timeout: Annotated[
+        str | None, typer.Option("--timeout", help="With --wait: give up after this long.")
+    ] = None,
+    allow_node_peer: Annotated[
+        bool,
+        typer.Option(
+            "--allow-node-peer",
+            help="Run even where a Node world's queue exists (a Node process starting "
+            "on this database would fail every active Python run).",
+        ),
+    ] = False,
+) -> None:
+    """Start a durable workflow run and drive it in this process.
+
+    Imports MODULE (a dotted module, or a path to a .py file), finds WORKFLOW (a function
+    decorated with @wf.workflow, or a Workflows registry), starts a run in one transaction
+    and drives it: steps run here, every transition commits with its event. Without --wait
+    it stops when the run blocks on a sleep or a hook (resume it later with --id); with
+    --detach it only starts the run and, in the same transaction, hands it to the workers
+    of --queue (`wfctl worker`). Exit 0 completed (or left running), 2 failed or
+    cancelled, 3 could not start, 1 still running when --timeout expired.
+
+    [bold]Examples[/bold]
+      wfctl run docs/examples/checkout.py:checkout '["order-1"]'
+      wfctl --format json run myapp.flows:checkout '["o-1"]' --wait --timeout 15m
+      wfctl run myapp.flows:checkout '["o-1"]' --idempotency-key o-1 --detach
+      wfctl run myapp.flows:checkout '["o-2"]' --detach --queue payments
+      wfctl run myapp.flows:checkout --id wrun_01J... --wait
+    """
+    st = state(ctx)
+    st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    if detach and wait:
+        raise UsageError("--detach and --wait exclude each other")
+    if run_id and idempotency_key:
+        raise UsageError("--id and --idempotency-key exclude each other")
+    limit = parse_duration(timeout).total_seconds() if timeout else None
+    wdef = load_target(target)
+    args: list[Any] = []
+    if args_json:
+        try:
+            parsed = json.loads(args_json)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"ARGS is not JSON: {exc}") from None
+        args = parsed if isinstance(parsed, list) else [parsed]
+    with runtime_store(st, allow_node_peer=allow_node_peer, queue=detach) as store:
+        try:
+            created = ex.create(
+                wdef,
+                args,
+                run_id=run_id,
+                idempotency_key=idempotency_key,
+                conn=store.conn,
+                queue=queue if detach else None,
+            )
+        except (ValueError, TypeError) as exc:  # bad input, SerializationError, wrong id
+            raise WfctlError(f"could not start the run: {exc}", status=ExitStatus.UNKNOWN) from None
+        if created.existing:
+            st.output.message(f"wfctl: run {created.run_id} already exists ({created.status})")
+        if detach:
+            if created.existing and created.status in ("pending", "running"):
+                store.enqueue(created.run_id, wdef.name, queue)  # hand an existing run over
+            report_done(st, ex.Done(created.run_id, created.status), created.existing)
+            return
+        runner = ex.Executor(wdef.registry, store, log=st.output.debug)
+        try:
+            done = runner.drive(created.run_id, wait=wait, timeout=limit)
+        finally:
+            runner.close()
+    report_done(st, done, created.existing)
+    exit_for(done, wait)

@@ -1,0 +1,234 @@
+"""`wfctl worker MODULE[:ATTR]` and `wfctl worker status`: run workflows from the queue."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from datetime import datetime
+from types import FrameType
+from typing import Annotated, Any
+
+import psycopg
+import typer
+
+from wfctl.cli.app import State, app, state
+from wfctl.cli.commands.run import import_module, runtime_store
+from wfctl.cli.output import Format
+from wfctl.connection.db import connect, query_error, read_only
+from wfctl.durations import parse_duration
+from wfctl.errors import UsageError, WfctlError
+from wfctl.runtime.api import WorkflowDef, Workflows
+from wfctl.worker import queue as q
+from wfctl.worker.daemon import Worker, WorkerConfig
+
+
+def load_registry(spec: str) -> Workflows:
+    """`module` (its one Workflows registry) or `module:attr` (a registry or a workflow)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name:
+        raise UsageError(f"expected MODULE[:ATTR], got {spec!r}", hint="e.g. myapp.flows:wf")
+    module = import_module(module_name)
+    if attr:
+        obj: Any = getattr(module, attr, None)
+        if isinstance(obj, Workflows):
+            return obj
+        if isinstance(obj, WorkflowDef):
+            return obj.registry
+        raise UsageError(f"{spec} is neither a Workflows registry nor a workflow")
+    found = {id(v): v for v in vars(module).values() if isinstance(v, Workflows)}
+    if len(found) != 1:
+        raise UsageError(
+            f"module {module_name!r} holds {len(found)} Workflows registries",
+            hint=f"name one: {module_name}:<registry>",
+        )
+    return next(iter(found.values()))
+
+
+def _limits(values: list[str], registry: Workflows) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for value in values:
+        name, sep, count = value.rpartition("=")
+        if not sep or not name or not count.isdigit() or int(count) < 1:
+            raise UsageError(f"--limit: expected WORKFLOW=N, got {value!r}", hint="e.g. checkout=2")
+        try:
+            wdef = registry.find(name)
+        except LookupError as exc:
+            raise UsageError(f"--limit: {exc}") from None
+        limits[wdef.name] = int(count)
+    return limits
+
+
+@app.command("worker")
+def worker_command(
+    ctx: typer.Context,
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="MODULE[:ATTR] | status",
+            help="The workflows to serve (a module or file, optionally its registry), "
+            "or `status` to show the workers and the queues.",
+        ),
+    ],
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Runs driven at once.")
+    ] = 4,
+    queue: Annotated[str, typer.Option("--queue", help="The queue to serve.")] = "default",
+    limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--limit",
+            metavar="WORKFLOW=N",
+            help="At most N runs of WORKFLOW leased at once across all workers (repeatable).",
+        ),
+    ] = None,
+    lease: Annotated[
+        str, typer.Option("--lease", help="Lease timeout: a dead worker's runs move on after it.")
+    ] = "15s",
+    poll: Annotated[
+        str, typer.Option("--poll", help="Idle polling interval when no NOTIFY arrives.")
+    ] = "1s",
+    allow_node_peer: Annotated[
+        bool,
+        typer.Option(
+            "--allow-node-peer",
+            help="Run even where a Node world's queue exists (a Node process starting "
+            "on this database would fail every active Python run).",
+        ),
+    ] = False,
+) -> None:
+    """Run workflows from the queue, or (`status`) show workers and queues.
+
+    A long-running process that leases ready runs of the workflows MODULE defines from the
+    queue in Postgres (schema wfctl) and drives them: several workers on one or many hosts
+    share the work, a run executes on one worker at a time, and a dead worker's runs move to
+    another one after --lease. Runs get there with `wfctl run --detach`; hook payloads and
+    due timers make them ready again. SIGTERM/SIGINT: finish the current steps, hand the
+    runs back, exit 0 (a second signal exits at once); SIGKILL is safe.
+
+    `wfctl worker status` lists the live workers (host, pid, started, runs held, last
+    heartbeat), the depth of each queue, its oldest ready run and the runs past their lease.
+
+    [bold]Examples[/bold]
+      wfctl worker myapp.flows
+      wfctl worker myapp.flows:wf --concurrency 16 --queue payments --limit checkout=4
+      wfctl --dsn postgresql://ops@db/app worker docs/examples/checkout.py
+      wfctl worker status
+      wfctl --format json worker status
+    """
+    st = state(ctx)
+    if target == "status":
+        show_status(st)
+        return
+    st.output.require(Format.TEXT, Format.PLAIN)
+    registry = load_registry(target)
+    if not registry.workflows:
+        raise UsageError(f"{target} defines no workflows")
+    config = WorkerConfig(
+        queue=queue,
+        concurrency=concurrency,
+        lease=max(0.3, parse_duration(lease, "--lease").total_seconds()),
+        poll=max(0.01, parse_duration(poll, "--poll").total_seconds()),
+        limits=_limits(limit or [], registry),
+    )
+    with runtime_store(st, allow_node_peer=allow_node_peer, queue=True):
+        pass  # bootstrap (embedded), Node-peer refusal, worker tables: once, up front
+
+    def connect_worker() -> psycopg.Connection[Any]:
+        return connect(st.target, autocommit=True)
+
+    worker = Worker(registry, connect_worker, config, log=st.output.message, debug=st.output.debug)
+    signals = {"count": 0}
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        signals["count"] += 1
+        if signals["count"] > 1:
+            print("wfctl worker: second signal: exiting now", file=sys.stderr, flush=True)
+            os._exit(1)
+        name = signal.Signals(signum).name
+        print(
+            f"wfctl worker: {name}: finishing current steps, handing runs back",
+            file=sys.stderr,
+            flush=True,
+        )
+        worker.request_stop()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        worker.run()
+    except psycopg.Error as exc:
+        raise query_error(exc, st.target, "running the worker") from None
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def show_status(st: State) -> None:
+    fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    with connect(st.target, autocommit=True) as conn:
+        try:
+            row = conn.execute("SELECT to_regclass('wfctl.run_queue') IS NOT NULL").fetchone()
+            if not (row and row[0]):
+                raise WfctlError(
+                    "this database has no worker queue yet",
+                    hint="`wfctl bootstrap` (or the first `wfctl worker`) creates it",
+                )
+            with read_only(conn):
+                report = q.status(conn)
+        except psycopg.Error as exc:
+            raise query_error(exc, st.target, "reading the worker status") from None
+    if fmt is Format.JSON:
+        st.output.json(report)
+        return
+    st.output.table(
+        ["worker", "host", "pid", "queue", "started", "held", "concurrency", "heartbeat"],
+        [
+            [
+                w["worker_id"],
+                w["host"],
+                w["pid"],
+                w["queue"],
+                _when(w["started_at"]),
+                w["held"],
+                w["concurrency"],
+                f"{w['heartbeat_age']:.1f}s ago",
+            ]
+            for w in report["workers"]
+        ],
+        title="live workers",
+    )
+    st.output.table(
+        ["queue", "ready", "scheduled", "parked", "leased", "past lease", "oldest ready"],
+        [
+            [
+                r["queue"],
+                r["ready"],
+                r["scheduled"],
+                r["parked"],
+                r["leased"],
+                r["past_lease"],
+                f"{r['oldest_ready']} ({r['oldest_ready_age']:.1f}s)" if r["oldest_ready"] else "",
+            ]
+            for r in report["queues"]
+        ],
+        title="queues",
+    )
+    if report["past_lease"]:
+        st.output.table(
+            ["run", "queue", "workflow", "owner", "overdue"],
+            [
+                [
+                    r["run_id"],
+                    r["queue"],
+                    r["workflow_name"],
+                    r["lease_owner"],
+                    f"{r['overdue']:.1f}s",
+                ]
+                for r in report["past_lease"]
+            ],
+            title="runs past their lease",
+        )
+
+
+def _when(value: datetime) -> str:
+    return value.isoformat(timespec="seconds")

@@ -1,1 +1,0 @@
-"""One module per command; importing a module registers its command on `wfctl.app.app`."""

@@ -1,0 +1,129 @@
+"""The connection layer: one place that opens sessions, sets their limits and maps failures.
+
+Every connection is tagged `application_name=wfctl/<version>` so a DBA can see and kill it,
+carries a `statement_timeout` and a `lock_timeout` so cron never piles up behind a lock, and
+turns driver errors into one-line `WfctlError`s that never contain a password.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import errors as pgerrors
+
+from wfctl import __version__
+from wfctl.connection.dsn import ResolvedDsn, mask_text
+from wfctl.errors import ExitStatus, WfctlError
+
+APPLICATION_NAME = f"wfctl/{__version__}"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Session limits in milliseconds (0 disables one, as in Postgres)."""
+
+    statement_ms: int = 30_000
+    lock_ms: int = 5_000
+    connect_s: int = 10
+
+
+@dataclass(frozen=True)
+class Target:
+    """Everything needed to open a session: the DSN, where it came from, and the limits."""
+
+    dsn: ResolvedDsn
+    timeouts: Timeouts = Timeouts()
+
+    def conninfo(self) -> str:
+        if self.dsn.is_embedded:
+            from wfctl.connection.embedded import embedded_conninfo
+
+            return embedded_conninfo()
+        return self.dsn.conninfo
+
+
+def connect(target: Target, *, autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
+    """Open a session with wfctl's identity and limits, or raise a one-line `WfctlError`."""
+    conninfo = target.conninfo()
+    try:
+        conn = psycopg.connect(
+            conninfo,
+            autocommit=True,
+            application_name=APPLICATION_NAME,
+            connect_timeout=target.timeouts.connect_s,
+        )
+    except psycopg.Error as exc:
+        raise connect_error(exc, target) from None
+    try:
+        conn.execute(
+            "SELECT set_config('statement_timeout', %s, false),"
+            " set_config('lock_timeout', %s, false)",
+            (f"{target.timeouts.statement_ms}ms", f"{target.timeouts.lock_ms}ms"),
+        )
+    except psycopg.Error as exc:
+        conn.close()
+        raise query_error(exc, target) from None
+    conn.autocommit = autocommit
+    return conn
+
+
+@contextlib.contextmanager
+def read_only(conn: psycopg.Connection[tuple[object, ...]]) -> Iterator[None]:
+    """A `READ ONLY` transaction: the server itself refuses any write inside it."""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        yield
+
+
+def _one_line(exc: BaseException) -> str:
+    """A driver message folded to one line (libpq adds tab-indented detail lines)."""
+    return "; ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+
+
+def connect_error(exc: psycopg.Error, target: Target) -> WfctlError:
+    """Classify a failure to connect: the reason in one line, and what to try next."""
+    text = mask_text(_one_line(exc), target.dsn.conninfo)
+    where = f"(DSN from {target.dsn.source})"
+    lowered = text.lower()
+    if "password authentication failed" in lowered or "no password supplied" in lowered:
+        hint = "check the user and password (PGPASSWORD, ~/.pgpass)"
+        msg = f"authentication failed {where}: {text}"
+    elif "does not exist" in lowered and "database" in lowered:
+        hint = "check the database name in the DSN; `psql -l` lists them"
+        msg = f"no such database {where}: {text}"
+    elif "timeout" in lowered:
+        hint = "is the host reachable from here? a firewall may drop the packets"
+        msg = f"connection timed out {where}: {text}"
+    else:
+        hint = "is the server running and reachable? check host and port"
+        msg = f"cannot connect {where}: {text}"
+    return WfctlError(msg, hint=hint, status=ExitStatus.UNKNOWN)
+
+
+def query_error(exc: psycopg.Error, target: Target, doing: str = "querying") -> WfctlError:
+    """Classify a failure after connecting: privilege, timeout, or anything else."""
+    text = mask_text(_one_line(exc), target.dsn.conninfo)
+    if isinstance(exc, pgerrors.InsufficientPrivilege):
+        return WfctlError(
+            f"insufficient privilege while {doing}: {text}",
+            hint="grant USAGE and SELECT on schemas workflow, workflow_drizzle, graphile_worker",
+        )
+    if isinstance(exc, pgerrors.QueryCanceled):
+        return WfctlError(
+            f"statement timeout while {doing}: {text}",
+            hint="raise it with --statement-timeout (milliseconds; 0 disables)",
+        )
+    if isinstance(exc, pgerrors.LockNotAvailable):
+        return WfctlError(
+            f"lock timeout while {doing}: {text}",
+            hint="another session holds a conflicting lock; retry, or raise --lock-timeout",
+        )
+    if isinstance(exc, pgerrors.ReadOnlySqlTransaction):
+        return WfctlError(
+            f"the server is read-only while {doing}: {text}",
+            hint="point the DSN at the primary, not a replica",
+        )
+    return WfctlError(f"database error while {doing}: {text}", hint="rerun with -v for details")

@@ -1,0 +1,136 @@
+"""What a check is, what it finds, and how one result is summarised.
+
+A check is declarative: its code, title, severity, what it needs (slot era, graphile), its
+SQL file, a one-line remedy and a longer explanation for `doctor --explain`. The runner
+(wfctl.doctor.runner) executes the SQL; a check only overrides `extra_findings` when part of the
+answer is computed in Python (WF151's catalog comparison).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+
+class Severity(enum.StrEnum):
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Status(enum.StrEnum):
+    OK = "ok"
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+    IN_FLIGHT = "in_flight"  # only findings younger than --min-age: a write may be landing
+    UNKNOWN = "unknown"  # the check could not run (privilege, timeout, error)
+    NOT_APPLICABLE = "not_applicable"  # wrong era, or no queue installed
+
+
+class Needs(enum.StrEnum):
+    SLOTS = "slots"  # a slot-era world (workflow_event_slots)
+    QUEUE = "queue"  # graphile_worker installed
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One row a check found. `in_flight`: younger than --min-age, not yet actionable."""
+
+    code: str
+    run_id: str | None
+    entity_id: str | None
+    observed_at: datetime | None
+    in_flight: bool
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "run_id": self.run_id,
+            "entity_id": self.entity_id,
+            "observed_at": self.observed_at.isoformat() if self.observed_at else None,
+            "in_flight": self.in_flight,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """`doctor --explain`: what it means, why the run is stuck, how it happened, the repair."""
+
+    meaning: str
+    why_stuck: str
+    cause: str
+    repair: str
+
+
+@dataclass(frozen=True)
+class Check:
+    code: str
+    title: str
+    severity: Severity
+    remedy: str
+    explanation: Explanation
+    needs: frozenset[Needs] = frozenset()
+    # An era-specific SQL variant, e.g. {"beta29": "checks/WF121.beta29"}.
+    sql_by_era: dict[str, str] = field(default_factory=dict)
+
+    def sql_name(self, era: str) -> str:
+        return self.sql_by_era.get(era, f"checks/{self.code}")
+
+    def extra_findings(self, conn: psycopg.Connection[Any], era: str) -> Iterator[Finding]:
+        """Findings computed in Python rather than SQL; none by default."""
+        return iter(())
+
+
+@dataclass
+class CheckResult:
+    """The summary of one check: counts, a bounded sample, and its status."""
+
+    check: Check
+    status: Status = Status.OK
+    count: int = 0  # actionable findings (older than --min-age)
+    in_flight: int = 0
+    samples: list[Finding] = field(default_factory=list)
+    message: str = ""  # why UNKNOWN / NOT_APPLICABLE
+    seconds: float = 0.0
+
+    def add(self, finding: Finding, limit: int) -> None:
+        """Count a finding; keep it as a sample while fewer than `limit` are kept."""
+        if finding.in_flight:
+            self.in_flight += 1
+        else:
+            self.count += 1
+        if len(self.samples) < limit:
+            self.samples.append(finding)
+
+    def settle(self) -> None:
+        """Derive the status from the counts (unless already UNKNOWN / NOT_APPLICABLE)."""
+        if self.status in (Status.UNKNOWN, Status.NOT_APPLICABLE):
+            return
+        if self.count:
+            self.status = Status(self.check.severity.value)
+        elif self.in_flight:
+            self.status = Status.IN_FLIGHT
+        else:
+            self.status = Status.OK
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.check.code,
+            "title": self.check.title,
+            "severity": self.check.severity.value,
+            "status": self.status.value,
+            "count": self.count,
+            "in_flight": self.in_flight,
+            "samples": [f.as_dict() for f in self.samples],
+            "remedy": self.check.remedy,
+            "message": self.message,
+            "seconds": round(self.seconds, 4),
+        }

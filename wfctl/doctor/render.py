@@ -1,0 +1,136 @@
+"""Renderings of a doctor report: table, plain/markdown, json, jsonl, prometheus, nagios.
+
+Prometheus output follows the text exposition format for node_exporter's textfile collector
+(written atomically by the command with --output); nagios is the one-line plugin format
+`STATUS - summary | perfdata`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from wfctl.doctor.base import CheckResult, Status
+from wfctl.doctor.runner import Report
+from wfctl.durations import format_duration
+
+HEADERS = ("code", "status", "count", "in flight", "check", "sample runs")
+
+
+def rows(report: Report) -> list[tuple[str, ...]]:
+    """One row per check for the table formats; remedies follow the table."""
+    out: list[tuple[str, ...]] = []
+    for r in report.results:
+        runs = sorted({f.run_id for f in r.samples if f.run_id})
+        out.append(
+            (
+                r.check.code,
+                r.status.value,
+                str(r.count),
+                str(r.in_flight),
+                f"{r.check.title} ({r.message})" if r.message else r.check.title,
+                ", ".join(runs[:2]) + (" ..." if len(runs) > 2 else ""),
+            )
+        )
+    return out
+
+
+def details(report: Report) -> Iterator[str]:
+    """For each check with findings: its remedy, then its samples, one line each."""
+    for r in report.results:
+        if not (r.count or r.in_flight):
+            continue
+        yield f"{r.check.code} {r.status.value}: {r.check.remedy}"
+        for f in r.samples:
+            state = "in flight" if f.in_flight else r.check.severity.value
+            yield f"  [{state}] run {f.run_id or '-'} {f.entity_id or ''}: {f.detail}"
+
+
+def summary_line(report: Report) -> str:
+    """`CRITICAL: 3 findings in 2 checks (1 in flight), era slot, 0.12 s`."""
+    bad = [r for r in report.results if r.count]
+    text = (
+        f"{report.status.value.upper()}: {sum(r.count for r in bad)} finding(s) in "
+        f"{len(bad)} check(s)"
+    )
+    in_flight = sum(r.in_flight for r in report.results)
+    if in_flight:
+        text += f" ({in_flight} in flight, younger than {format_duration(report.options.min_age)})"
+    unknown = [r.check.code for r in report.results if r.status is Status.UNKNOWN]
+    if unknown:
+        text += f"; could not run: {', '.join(unknown)}"
+    return f"{text}; {report.world.era} world {report.world.database!r}, {report.seconds:.2f} s"
+
+
+def jsonl(report: Report) -> Iterator[str]:
+    """One finding per line (the kept samples; --limit bounds them), then nothing else."""
+    for result in report.results:
+        for finding in result.samples:
+            yield json.dumps(
+                {**finding.as_dict(), "severity": result.check.severity.value}, default=str
+            )
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def prometheus(report: Report) -> str:
+    """Text exposition format: per-check gauges plus run metadata."""
+    lines = [
+        "# HELP wfctl_doctor_findings Findings older than --min-age, by check.",
+        "# TYPE wfctl_doctor_findings gauge",
+    ]
+    for r in report.results:
+        lines.append(
+            f'wfctl_doctor_findings{{code="{r.check.code}",severity="{r.check.severity.value}"}} '
+            f"{r.count}"
+        )
+    lines += [
+        "# HELP wfctl_doctor_in_flight Findings younger than --min-age, by check.",
+        "# TYPE wfctl_doctor_in_flight gauge",
+    ]
+    lines += [
+        f'wfctl_doctor_in_flight{{code="{r.check.code}"}} {r.in_flight}' for r in report.results
+    ]
+    lines += [
+        "# HELP wfctl_doctor_check_status 1 for the check's current status.",
+        "# TYPE wfctl_doctor_check_status gauge",
+    ]
+    for r in report.results:
+        for status in Status:
+            value = 1 if r.status is status else 0
+            labels = f'code="{r.check.code}",status="{status.value}"'
+            lines.append(f"wfctl_doctor_check_status{{{labels}}} {value}")
+    lines += [
+        "# HELP wfctl_doctor_exit_code The exit code doctor returned (0 ok .. 3 unknown).",
+        "# TYPE wfctl_doctor_exit_code gauge",
+        f"wfctl_doctor_exit_code {int(report.exit_status)}",
+        "# HELP wfctl_doctor_duration_seconds Wall time of the whole diagnosis.",
+        "# TYPE wfctl_doctor_duration_seconds gauge",
+        f"wfctl_doctor_duration_seconds {report.seconds:.6f}",
+        "# HELP wfctl_doctor_last_run_timestamp_seconds When this report was made.",
+        "# TYPE wfctl_doctor_last_run_timestamp_seconds gauge",
+        f"wfctl_doctor_last_run_timestamp_seconds {report.started_at.timestamp():.3f}",
+        "# HELP wfctl_doctor_info Which world was inspected.",
+        "# TYPE wfctl_doctor_info gauge",
+        f'wfctl_doctor_info{{database="{_label(report.world.database)}",'
+        f'era="{_label(report.world.era)}"}} 1',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def nagios(report: Report) -> str:
+    """One status line: `WFCTL CRITICAL - WF101=2 WF112=1 | WF101=2;;; ...`."""
+    bad = [r for r in report.results if r.count or r.status is Status.UNKNOWN]
+    parts = [
+        f"{r.check.code}={r.count}" if r.status is not Status.UNKNOWN else f"{r.check.code}=UNKNOWN"
+        for r in bad
+    ]
+    body = " ".join(parts) if parts else "no findings"
+    perf = " ".join(f"{r.check.code}={r.count};;;0" for r in report.results if _counted(r))
+    return f"WFCTL {report.status.value.upper()} - {body} | {perf}".rstrip(" |")
+
+
+def _counted(result: CheckResult) -> bool:
+    return result.status not in (Status.UNKNOWN, Status.NOT_APPLICABLE)

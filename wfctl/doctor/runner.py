@@ -1,0 +1,202 @@
+"""The doctor runner: every selected check inside one READ ONLY transaction.
+
+Read-only by construction: the transaction is `READ ONLY`, so the server refuses any write.
+Each check runs in its own savepoint, so a check that fails (no privilege on the queue
+schema, a statement timeout) is reported UNKNOWN and the others still run. Rows stream
+from a plain query (`cursor.stream`), not a server-side cursor: memory stays flat however large
+the history is, and the server may plan the query in parallel (a cursor is planned for its
+first 10 % of rows and never in parallel: 1.6x slower on a 20M-event `--all`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg import errors as pgerrors
+
+from wfctl import __version__, sql
+from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Status
+from wfctl.errors import ExitStatus
+from wfctl.world.model import World
+
+REPORT_SCHEMA_VERSION = 1
+FETCH_SIZE = 2000
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    """Scope and thresholds; the defaults are what cron should run every minute."""
+
+    min_age: timedelta = timedelta(minutes=10)
+    all_runs: bool = False
+    run_ids: tuple[str, ...] = ()
+    since: timedelta | None = None
+    limit: int = 5
+    attempt_threshold: int = 100
+    job_prefix: str = "workflow_"
+    # Transaction-local work_mem: history checks hash millions of (run, entity) keys; at the
+    # server's stock 4MB they spill to disk in hundreds of batches. None keeps the server's.
+    work_mem: str | None = "64MB"
+
+    def params(self) -> dict[str, Any]:
+        """The parameters every check SQL accepts (unused ones are ignored)."""
+        return {
+            # --run names runs explicitly: whatever their status, they are in scope.
+            "live_only": not (self.all_runs or self.run_ids),
+            "run_ids": list(self.run_ids) or None,
+            "since": self.since,
+            "min_age": self.min_age,
+            "attempt_threshold": self.attempt_threshold,
+            "task": f"{self.job_prefix}flows",
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "min_age_seconds": self.min_age.total_seconds(),
+            "scope": "all" if self.all_runs else ("runs" if self.run_ids else "live"),
+            "run_ids": list(self.run_ids),
+            "since_seconds": self.since.total_seconds() if self.since else None,
+            "limit": self.limit,
+            "attempt_threshold": self.attempt_threshold,
+            "job_prefix": self.job_prefix,
+            "work_mem": self.work_mem,
+        }
+
+
+@dataclass
+class Report:
+    world: World
+    options: DoctorOptions
+    results: list[CheckResult] = field(default_factory=list)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> Status:
+        """Worst first: critical, unknown, warning; otherwise ok."""
+        statuses = {r.status for r in self.results}
+        for status in (Status.CRITICAL, Status.UNKNOWN, Status.WARNING):
+            if status in statuses:
+                return status
+        return Status.OK
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        return {
+            Status.CRITICAL: ExitStatus.CRITICAL,
+            Status.UNKNOWN: ExitStatus.UNKNOWN,
+            Status.WARNING: ExitStatus.WARNING,
+        }.get(self.status, ExitStatus.OK)
+
+    def findings(self) -> Iterator[Finding]:
+        for result in self.results:
+            yield from result.samples
+
+    def as_dict(self) -> dict[str, Any]:
+        """The versioned JSON report (schema: docs/schemas/doctor-report.v1.json)."""
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "tool": {"name": "wfctl", "version": __version__},
+            "generated_at": self.started_at.isoformat(),
+            "duration_seconds": round(self.seconds, 4),
+            "database": {
+                "name": self.world.database,
+                "user": self.world.user,
+                "server_version": self.world.server_version,
+                "era": self.world.era,
+                "graphile_worker": self.world.has_graphile,
+            },
+            "options": self.options.as_dict(),
+            "summary": {
+                "status": self.status.value,
+                "exit_code": int(self.exit_status),
+                "findings": sum(r.count for r in self.results),
+                "in_flight": sum(r.in_flight for r in self.results),
+            },
+            "checks": [r.as_dict() for r in self.results],
+        }
+
+
+def sql_era(world: World) -> str:
+    """Which SQL variant fits: slot-era SQL needs the marker table."""
+    return "slot" if world.has_event_slots else "beta29"
+
+
+def run(
+    conn: psycopg.Connection[Any],
+    world: World,
+    checks: list[Check],
+    options: DoctorOptions,
+    on_check: Callable[[Check], None] | None = None,
+) -> Report:
+    """Run `checks` and return the report.
+
+    The caller opens the transaction (`with db.read_only(conn):`) around both the world
+    introspection and this call, so the whole diagnosis sees one snapshot-free, write-proof
+    session.
+    """
+    report = Report(world, options)
+    started = time.perf_counter()
+    params = options.params()
+    era = sql_era(world)
+    if options.work_mem:
+        conn.execute("SELECT set_config('work_mem', %s, true)", (options.work_mem,))
+    for check in checks:
+        if on_check:
+            on_check(check)
+        report.results.append(_run_one(conn, world, check, era, params, options.limit))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _run_one(
+    conn: psycopg.Connection[Any],
+    world: World,
+    check: Check,
+    era: str,
+    params: dict[str, Any],
+    limit: int,
+) -> CheckResult:
+    result = CheckResult(check)
+    missing = _missing_needs(check, world)
+    if missing:
+        result.status, result.message = Status.NOT_APPLICABLE, missing
+        return result
+    started = time.perf_counter()
+    try:
+        with conn.transaction():  # a savepoint: a failing check leaves the others intact
+            with conn.cursor() as cur:
+                for row in cur.stream(sql.load(check.sql_name(era)), params, size=FETCH_SIZE):
+                    result.add(Finding(check.code, *row), limit)
+            for finding in check.extra_findings(conn, era):
+                result.add(finding, limit)
+    except pgerrors.InsufficientPrivilege as exc:
+        result.status = Status.UNKNOWN
+        result.message = f"insufficient privilege: {_first_line(exc)}"
+    except pgerrors.QueryCanceled as exc:
+        result.status = Status.UNKNOWN
+        result.message = f"statement timeout: {_first_line(exc)} (raise --statement-timeout)"
+    except psycopg.Error as exc:
+        result.status = Status.UNKNOWN
+        result.message = f"{type(exc).__name__}: {_first_line(exc)}"
+    result.seconds = time.perf_counter() - started
+    result.settle()
+    return result
+
+
+def _missing_needs(check: Check, world: World) -> str:
+    if Needs.SLOTS in check.needs and not world.has_event_slots:
+        return "slot-era worlds only"
+    if Needs.QUEUE in check.needs and not world.has_graphile:
+        return "graphile_worker not installed"
+    return ""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,25 @@
+"""WF121: half-created run (no slot marker in the slot era, or no run_created)."""
+
+from wfctl.doctor.base import Check, Explanation, Severity
+
+CHECK = Check(
+    code="WF121",
+    title="half-created run",
+    severity=Severity.CRITICAL,
+    remedy="wfctl repair --only WF121 writes the marker and run_created at slot 1 "
+    "(--allow-rewrite when wevt_ events exist)",
+    explanation=Explanation(
+        meaning="A run row whose creation did not land whole: in the slot era a run without its "
+        "workflow_event_slots marker (spec >= 6 or with evnt_ events), or any run whose log has "
+        "no run_created event.",
+        why_stuck="Without the marker, the next writer mints a wevt_ id into a slot run (WF122) "
+        "and every later slot allocation fails; without run_created the runtime cannot rebuild "
+        "the run's input. If its job was lost too, the run sits pending with no events.",
+        cause="Run creation is several autocommits (run row, marker, run_created) in upstream "
+        "beta.29 and beta.34-beta.40 (#3656).",
+        repair="One transaction: lock the run row, re-check, insert the marker and run_created "
+        "at slot 1 rebuilt from the row (deploymentId, workflowName, input, executionContext). "
+        "With later wevt_ events the log must be renumbered: only with --allow-rewrite.",
+    ),
+    sql_by_era={"beta29": "checks/WF121.beta29"},
+)

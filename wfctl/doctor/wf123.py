@@ -1,0 +1,20 @@
+"""WF123: broken slot numbering (holes, slot 1 not run_created, non-slot bodies)."""
+
+from wfctl.doctor.base import Check, Explanation, Needs, Severity
+
+CHECK = Check(
+    code="WF123",
+    title="slot numbering broken",
+    severity=Severity.CRITICAL,
+    remedy="wfctl repair --only WF123 --allow-rewrite renumbers into dense slots",
+    explanation=Explanation(
+        meaning="A marked run's evnt_ ids are not the dense sequence 1..n with run_created at "
+        "slot 1, or an evnt_ id's body is not a valid slot.",
+        why_stuck="The runtime refuses logs with holes ('A gap in the numbering fails the "
+        "run'), and a foreign event at slot 1 cannot start a replay.",
+        cause="A deleted duplicate (an earlier bad repair), a crash between marker and "
+        "run_created, or a hand edit.",
+        repair="Renumber into dense positions with --allow-rewrite, quiescent runs only.",
+    ),
+    needs=frozenset({Needs.SLOTS}),
+)

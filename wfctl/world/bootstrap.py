@@ -1,0 +1,159 @@
+"""`wfctl bootstrap`: create a world identical to the package's, via alembic revisions.
+
+The revisions (in `migrations/versions/`) run wfctl's own DDL from `sql/bootstrap/`. For a
+database that already holds a world, nothing is created: the live catalog is compared with
+the expected one for the requested era and, when equal, the revision is only stamped; when
+different, bootstrap refuses and prints how they differ. Idempotent by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection as SAConnection
+from sqlalchemy.pool import NullPool
+
+from wfctl import sql
+from wfctl.errors import RefusedError
+from wfctl.world import catalog, drizzle, model
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+WFCTL_HEAD = "w0001_wfctl_schema"
+# wfctl's own branch (label `wfctl`, off w0001): tables in schema `wfctl` only, for either
+# era. A bootstrapped database holds two heads: its era revision and this one.
+WORKER_HEAD = "w0004_wfctl_worker"
+ERA_REVISION = {"beta29": "w0002_world_beta29", "slot": "w0003_world_slot"}
+
+
+@dataclass
+class BootstrapResult:
+    era: str
+    action: str  # "created", "adopted", "unchanged"
+    revision: str
+
+
+def run_sql_file(bind: SAConnection, name: str) -> None:
+    """Execute one `sql/<name>.sql` file as a single multi-statement batch."""
+    bind.exec_driver_sql(sql.load(name))
+
+
+def record_drizzle_migrations(bind: SAConnection) -> None:
+    """Record 0000-0017 as drizzle would, so the package's own migrator then does nothing."""
+    for m in drizzle.BETA29:
+        bind.execute(
+            text(
+                "INSERT INTO workflow_drizzle.workflow_migrations (hash, created_at)"
+                " VALUES (:hash, :created_at)"
+            ),
+            {"hash": m.sha256, "created_at": m.when},
+        )
+
+
+def _config(connection: SAConnection) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _current_heads(connection: SAConnection) -> set[str]:
+    ctx = MigrationContext.configure(
+        connection, opts={"version_table": "alembic_version", "version_table_schema": "wfctl"}
+    )
+    return set(ctx.get_current_heads())
+
+
+def bootstrap(conn: psycopg.Connection[Any], era: str) -> BootstrapResult:
+    """Bring the database to `era`, creating, adopting or refusing as described above."""
+    world = model.inspect(conn, with_drift=False)
+    target = ERA_REVISION[era]
+    if world.present:
+        _check_existing(conn, world, era)
+    conninfo = conn.info.dsn
+    password = conn.info.password
+    engine = create_engine(
+        "postgresql+psycopg://",
+        creator=lambda: psycopg.connect(conninfo, password=password),
+        poolclass=NullPool,
+    )
+    try:
+        with engine.begin() as sa_conn:
+            cfg = _config(sa_conn)
+            heads = _current_heads(sa_conn) if world.has_wfctl else set()
+            if world.present:
+                if target in heads and WORKER_HEAD in heads:
+                    return BootstrapResult(era, "unchanged", target)
+                action = "unchanged" if target in heads else "adopted"
+                if not heads:
+                    command.upgrade(cfg, WFCTL_HEAD)  # wfctl's own schema only
+                if target not in heads:
+                    command.stamp(cfg, target)  # the world is the package's: stamped, not run
+                command.upgrade(cfg, WORKER_HEAD)  # wfctl's branch: schema `wfctl` only
+                return BootstrapResult(era, action, target)
+            command.upgrade(cfg, target)
+            command.upgrade(cfg, WORKER_HEAD)
+            return BootstrapResult(era, "created", target)
+    finally:
+        engine.dispose()
+
+
+def ensure_worker_schema(conn: psycopg.Connection[Any]) -> bool:
+    """Apply wfctl's own branch (the worker's tables) to a database wfctl has bootstrapped or
+    adopted before this revision existed. Touches schema `wfctl` only. Returns whether it
+    had to upgrade; refuses a database whose world wfctl does not manage yet."""
+    row = conn.execute("SELECT to_regclass('wfctl.run_queue') IS NOT NULL").fetchone()
+    if row and row[0]:
+        return False
+    world = model.inspect(conn, with_drift=False)
+    if not world.has_wfctl:
+        raise RefusedError(
+            "this world is not managed by wfctl yet (no schema `wfctl`)",
+            hint="run `wfctl bootstrap` (it adopts an identical existing world) first",
+        )
+    conninfo = conn.info.dsn
+    password = conn.info.password
+    engine = create_engine(
+        "postgresql+psycopg://",
+        creator=lambda: psycopg.connect(conninfo, password=password),
+        poolclass=NullPool,
+    )
+    try:
+        with engine.begin() as sa_conn:
+            command.upgrade(_config(sa_conn), WORKER_HEAD)
+    finally:
+        engine.dispose()
+    return True
+
+
+def _check_existing(conn: psycopg.Connection[Any], world: model.World, era: str) -> None:
+    """An existing world must already be exactly the requested era's catalog."""
+    if world.era == "slot" and era == "beta29":
+        raise RefusedError(
+            "this database holds a slot-era world; it cannot be bootstrapped as beta.29",
+            hint="use --era slot",
+        )
+    if world.era == "beta29" and era == "slot":
+        raise RefusedError(
+            "this database holds a beta.29-shape world; bootstrap does not convert a live world",
+            hint="`wfctl migrate --online` swaps the event key without blocking writers",
+        )
+    if world.era != era:
+        raise RefusedError(
+            f"this database holds a {world.kind}; bootstrap only adopts an identical world",
+            hint="`wfctl info` shows its era, migrations and catalog drift",
+        )
+    differences = catalog.diff(catalog.expected(era), catalog.describe(conn))
+    if differences:
+        shown = "; ".join(differences[:5])
+        more = f" (+{len(differences) - 5} more)" if len(differences) > 5 else ""
+        raise RefusedError(
+            f"an existing world differs from the {era} catalog: {shown}{more}",
+            hint="`wfctl info` shows the full drift; bootstrap never alters an existing world",
+        )
