@@ -23,6 +23,9 @@ class Severity(enum.StrEnum):
     INFO = "info"
 
 
+_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
 class Status(enum.StrEnum):
     OK = "ok"
     CRITICAL = "critical"
@@ -48,9 +51,12 @@ class Finding:
     observed_at: datetime | None
     in_flight: bool
     detail: str
+    # Set only where one check finds things of different weight (WF151: a missing column is
+    # critical, a known newer addition info); None means the check's own severity.
+    severity: Severity | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "code": self.code,
             "run_id": self.run_id,
             "entity_id": self.entity_id,
@@ -58,6 +64,9 @@ class Finding:
             "in_flight": self.in_flight,
             "detail": self.detail,
         }
+        if self.severity is not None:
+            out["severity"] = self.severity.value
+        return out
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,7 @@ class CheckResult:
     samples: list[Finding] = field(default_factory=list)
     message: str = ""  # why UNKNOWN / NOT_APPLICABLE
     seconds: float = 0.0
+    worst: Severity | None = None  # of the actionable findings
 
     def add(self, finding: Finding, limit: int) -> None:
         """Count a finding; keep it as a sample while fewer than `limit` are kept."""
@@ -107,6 +117,9 @@ class CheckResult:
             self.in_flight += 1
         else:
             self.count += 1
+            severity = finding.severity or self.check.severity
+            if self.worst is None or _RANK[severity] < _RANK[self.worst]:
+                self.worst = severity
         if len(self.samples) < limit:
             self.samples.append(finding)
 
@@ -115,7 +128,7 @@ class CheckResult:
         if self.status in (Status.UNKNOWN, Status.NOT_APPLICABLE):
             return
         if self.count:
-            self.status = Status(self.check.severity.value)
+            self.status = Status((self.worst or self.check.severity).value)
         elif self.in_flight:
             self.status = Status.IN_FLIGHT
         else:

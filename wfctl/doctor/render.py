@@ -42,7 +42,7 @@ def details(report: Report) -> Iterator[str]:
             continue
         yield f"{r.check.code} {r.status.value}: {r.check.remedy}"
         for f in r.samples:
-            state = "in flight" if f.in_flight else r.check.severity.value
+            state = "in flight" if f.in_flight else (f.severity or r.check.severity).value
             yield f"  [{state}] run {f.run_id or '-'} {f.entity_id or ''}: {f.detail}"
 
 
@@ -67,7 +67,11 @@ def jsonl(report: Report) -> Iterator[str]:
     for result in report.results:
         for finding in result.samples:
             yield json.dumps(
-                {**finding.as_dict(), "severity": result.check.severity.value}, default=str
+                {
+                    **finding.as_dict(),
+                    "severity": (finding.severity or result.check.severity).value,
+                },
+                default=str,
             )
 
 

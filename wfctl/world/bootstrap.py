@@ -133,7 +133,10 @@ def ensure_worker_schema(conn: psycopg.Connection[Any]) -> bool:
 
 
 def _check_existing(conn: psycopg.Connection[Any], world: model.World, era: str) -> None:
-    """An existing world must already be exactly the requested era's catalog."""
+    """An existing world must already be the requested era's catalog, compared by meaning
+    (catalog.compare): a world moved with pg_dump/restore prints its index predicate
+    differently and is still adopted; any real difference, even a newer package's addition,
+    is refused (bootstrap never alters an existing world)."""
     if world.era == "slot" and era == "beta29":
         raise RefusedError(
             "this database holds a slot-era world; it cannot be bootstrapped as beta.29",
@@ -149,7 +152,7 @@ def _check_existing(conn: psycopg.Connection[Any], world: model.World, era: str)
             f"this database holds a {world.kind}; bootstrap only adopts an identical world",
             hint="`wfctl info` shows its era, migrations and catalog drift",
         )
-    differences = catalog.diff(catalog.expected(era), catalog.describe(conn))
+    differences = [d.text for d in catalog.compare(conn, era)]
     if differences:
         shown = "; ".join(differences[:5])
         more = f" (+{len(differences) - 5} more)" if len(differences) > 5 else ""
