@@ -8,6 +8,8 @@ different, bootstrap refuses and prints how they differ. Idempotent by construct
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection as SAConnection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from wfctl import sql
@@ -76,6 +79,30 @@ def bootstrap(conn: psycopg.Connection[Any], era: str) -> BootstrapResult:
     target = ERA_REVISION[era]
     if world.present:
         _check_existing(conn, world, era)
+    with _alembic(conn) as sa_conn:
+        cfg = _config(sa_conn)
+        heads = _current_heads(sa_conn)
+        if world.present:
+            if target in heads and WORKER_HEAD in heads:
+                return BootstrapResult(era, "unchanged", target)
+            action = "unchanged" if target in heads else "adopted"
+            if not heads:
+                command.upgrade(cfg, WFCTL_HEAD)  # wfctl's own schema only
+            if target not in heads:
+                command.stamp(cfg, target)  # the world is the package's: stamped, not run
+            command.upgrade(cfg, WORKER_HEAD)  # wfctl's branch: schema `wfctl` only
+            return BootstrapResult(era, action, target)
+        command.upgrade(cfg, target)
+        command.upgrade(cfg, WORKER_HEAD)
+        return BootstrapResult(era, "created", target)
+
+
+@contextmanager
+def _alembic(conn: psycopg.Connection[Any]) -> Iterator[SAConnection]:
+    """One transaction on a second connection to `conn`'s database for alembic, holding
+    wfctl's schema lock: two wfctl processes creating or adopting schema `wfctl` at the same
+    moment (two cron repairs, a repair and a bootstrap) run one after the other, and the
+    second finds the revisions applied (alembic reads the heads after the lock is held)."""
     conninfo = conn.info.dsn
     password = conn.info.password
     engine = create_engine(
@@ -85,23 +112,41 @@ def bootstrap(conn: psycopg.Connection[Any], era: str) -> BootstrapResult:
     )
     try:
         with engine.begin() as sa_conn:
-            cfg = _config(sa_conn)
-            heads = _current_heads(sa_conn) if world.has_wfctl else set()
-            if world.present:
-                if target in heads and WORKER_HEAD in heads:
-                    return BootstrapResult(era, "unchanged", target)
-                action = "unchanged" if target in heads else "adopted"
-                if not heads:
-                    command.upgrade(cfg, WFCTL_HEAD)  # wfctl's own schema only
-                if target not in heads:
-                    command.stamp(cfg, target)  # the world is the package's: stamped, not run
-                command.upgrade(cfg, WORKER_HEAD)  # wfctl's branch: schema `wfctl` only
-                return BootstrapResult(era, action, target)
-            command.upgrade(cfg, target)
-            command.upgrade(cfg, WORKER_HEAD)
-            return BootstrapResult(era, "created", target)
+            sa_conn.exec_driver_sql(sql.load("bootstrap/schema_lock"))
+            yield sa_conn
     finally:
         engine.dispose()
+
+
+def ensure_audit_schema(conn: psycopg.Connection[Any]) -> bool:
+    """Create the repair audit log (schema `wfctl`, revision w0001) when it is missing.
+
+    Why here and not "run `wfctl bootstrap` first": at 3 a.m. an operator runs `repair
+    --apply` on whatever world they have (restored, never seen by wfctl). The audit table is
+    wfctl's own and lives only in schema `wfctl`; creating it touches nothing of the
+    package's, so it needs no adoption of the world. It is the same alembic revision
+    bootstrap applies (so a later `wfctl bootstrap` adopts the world and stamps the era on
+    top), in its own committed transaction before any repair, idempotent, and serialised by
+    the schema lock. Returns whether it created anything.
+    """
+    if _has_audit_log(conn):
+        return False
+    try:
+        with _alembic(conn) as sa_conn:
+            command.upgrade(_config(sa_conn), WFCTL_HEAD)
+    except DBAPIError as exc:
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise RefusedError(
+            f"cannot create schema `wfctl` for the repair audit log: {reason}",
+            hint="grant this role CREATE on the database, or run `wfctl bootstrap` once as an "
+            "owner; nothing was repaired",
+        ) from None
+    return True
+
+
+def _has_audit_log(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT to_regclass('wfctl.repair_log') IS NOT NULL").fetchone()
+    return bool(row and row[0])
 
 
 def ensure_worker_schema(conn: psycopg.Connection[Any]) -> bool:
@@ -117,18 +162,8 @@ def ensure_worker_schema(conn: psycopg.Connection[Any]) -> bool:
             "this world is not managed by wfctl yet (no schema `wfctl`)",
             hint="run `wfctl bootstrap` (it adopts an identical existing world) first",
         )
-    conninfo = conn.info.dsn
-    password = conn.info.password
-    engine = create_engine(
-        "postgresql+psycopg://",
-        creator=lambda: psycopg.connect(conninfo, password=password),
-        poolclass=NullPool,
-    )
-    try:
-        with engine.begin() as sa_conn:
-            command.upgrade(_config(sa_conn), WORKER_HEAD)
-    finally:
-        engine.dispose()
+    with _alembic(conn) as sa_conn:
+        command.upgrade(_config(sa_conn), WORKER_HEAD)
     return True
 
 

@@ -18,7 +18,7 @@ from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError
 from wfctl.repair import runner
-from wfctl.world import model
+from wfctl.world import bootstrap, model
 
 repair_app = typer.Typer(
     invoke_without_command=True,
@@ -80,7 +80,9 @@ def repair(
     Every repair locks the run and entity rows, re-checks its finding with doctor's own
     query, refuses while the finding is younger than --min-age or a queue job for the run is
     locked, numbers the event the way the run does (slot or wevt_), copies payload bytes
-    from the row, and writes an audit row. A dry run (the default) writes nothing. Exit 0
+    from the row, and writes an audit row (on a world wfctl never saw, --apply first creates
+    its audit table in schema `wfctl`, and nothing else). A dry run (the default) writes
+    nothing. Exit 0
     when every targeted finding is gone, 2 when any was refused or remains.
 
     [bold]Examples[/bold]
@@ -125,6 +127,8 @@ def repair(
             world.require_known()
             if apply:
                 _preflight(st.output, world, yes)
+                if bootstrap.ensure_audit_schema(conn):
+                    st.output.message("created schema `wfctl` for the repair audit log")
                 if unlock_dead_worker:
                     _unlock(st.output, conn, world, unlock_dead_worker)
             report = runner.repair(
@@ -142,11 +146,6 @@ def repair(
 
 
 def _preflight(output: Output, world: model.World, yes: bool) -> None:
-    if not world.has_wfctl:
-        raise RefusedError(
-            "this world has no `wfctl` schema for the repair audit log",
-            hint="run `wfctl bootstrap` once: it adopts the world and adds only wfctl's schema",
-        )
     if yes:
         return
     if not sys.stdin.isatty():
