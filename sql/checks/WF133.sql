@@ -3,6 +3,9 @@
 -- A wait does not count: without a job nothing delivers it when it falls due. The package
 -- has no reaper; such a run stays put until some process calls world.start().
 -- Age: updated_at is written by the JS clock in UTC (a run between two jobs is not stranded).
+-- Age, either column type: to_timestamp(extract(epoch FROM x)) is x's instant, reading a
+-- `timestamp` as UTC wall time (as drizzle writes JS dates) and a `timestamptz` (upstream
+-- 0026) as itself, so the gate is right on servers outside UTC for both.
 -- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
 WITH runs AS (
     SELECT r.id, r.name, r.status, r.updated_at
@@ -23,7 +26,7 @@ job_runs AS (
 SELECT r.id AS run_id,
        r.id AS entity_id,
        r.updated_at AS observed_at,
-       r.updated_at >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
+       to_timestamp(extract(epoch FROM r.updated_at)) >= now() - %(min_age)s::interval AS in_flight,
        format('run %%s is %%s with no live job and no hook%%s', r.name, r.status,
               coalesce((SELECT format('; wait %%s due %%s', w.wait_id, w.resume_at)
                         FROM workflow.workflow_waits w
