@@ -133,6 +133,8 @@ def ensure_audit_schema(conn: psycopg.Connection[Any]) -> bool:
         return False
     try:
         with _alembic(conn) as sa_conn:
+            if sa_conn.exec_driver_sql(sql.load("bootstrap/audit_log_exists")).scalar():
+                return False  # a concurrent first run made it while we waited for the lock
             command.upgrade(_config(sa_conn), WFCTL_HEAD)
     except DBAPIError as exc:
         reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
@@ -145,7 +147,7 @@ def ensure_audit_schema(conn: psycopg.Connection[Any]) -> bool:
 
 
 def _has_audit_log(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute("SELECT to_regclass('wfctl.repair_log') IS NOT NULL").fetchone()
+    row = conn.execute(sql.load("bootstrap/audit_log_exists")).fetchone()
     return bool(row and row[0])
 
 
