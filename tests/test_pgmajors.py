@@ -50,6 +50,13 @@ def target(request: pytest.FixtureRequest) -> Iterator[pgmajors.Cluster]:
 
 
 @pytest.fixture(scope="module")
+def newest() -> Iterator[pgmajors.Cluster]:
+    """The newest major here: where a world built on an older one is moved up to."""
+    with pgmajors.cluster(max(pgmajors.installs())) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
 def source(pg_server: Server, real_template: str) -> Iterator[dict[str, Any]]:
     """The world to move: the package's clean controls (with the jobs a deployment has) and
     one torn write (a completed step whose `step_completed` insert failed, WF111)."""
@@ -86,10 +93,10 @@ def _new_db(cluster: pgmajors.Cluster, name: str) -> Db:
     return Db(name, cluster.dsn(name))
 
 
-def _text_and_meaning(db: Db) -> tuple[list[str], list[str]]:
+def _text_and_meaning(db: Db, era: str = "beta29") -> tuple[list[str], list[str]]:
     with db.connect() as conn:
-        text = catalog.diff(catalog.expected("beta29"), catalog.describe(conn))
-        meaning = [d.text for d in catalog.compare(conn, "beta29")]
+        text = catalog.diff(catalog.expected(era), catalog.describe(conn))
+        meaning = [d.text for d in catalog.compare(conn, era)]
     return text, meaning
 
 
@@ -107,7 +114,9 @@ def _restored_form(text: list[str]) -> None:
     assert "('step_created'::character varying)::text" in text[0]
 
 
-def test_the_package_catalog_and_a_same_major_restore(target: pgmajors.Cluster, run_cli) -> None:
+def test_the_package_catalog_and_a_same_major_restore(
+    target: pgmajors.Cluster, newest: pgmajors.Cluster, run_cli
+) -> None:
     built = _new_db(target, "built")
     real_bootstrap(built.dsn)  # the package's own bootstrap, on this major
     text, meaning = _text_and_meaning(built)
@@ -120,6 +129,29 @@ def test_the_package_catalog_and_a_same_major_restore(target: pgmajors.Cluster, 
     assert meaning == []
     status, checks = _doctor(run_cli, moved)
     assert status == 0, {k: c for k, c in checks.items() if c["count"] or c["status"] != "ok"}
+    if target.major < newest.major:  # and moved up to the newest major, as upgrades go
+        upgraded = _new_db(newest, f"from_pg{target.major}")
+        pgmajors.dump_restore(built.dsn, upgraded.dsn)
+        text, meaning = _text_and_meaning(upgraded)
+        _restored_form(text)
+        assert meaning == []
+        status, checks = _doctor(run_cli, upgraded)
+        assert status == 0, {k: c for k, c in checks.items() if c["count"]}
+
+
+def test_a_slot_era_world_restored(target: pgmajors.Cluster, run_cli) -> None:
+    built = _new_db(target, "slot_built")
+    status, out, err = run_cli("--dsn", built.dsn, "bootstrap", "--era", "slot")
+    assert status == 0, (out, err)
+    moved = _new_db(target, "slot_moved")
+    pgmajors.dump_restore(built.dsn, moved.dsn)
+    text, meaning = _text_and_meaning(moved, "slot")
+    _restored_form(text)
+    assert meaning == []
+    status, checks = _doctor(run_cli, moved)
+    assert status == 0, {k: c for k, c in checks.items() if c["count"]}
+    status, out, err = run_cli("--dsn", moved.dsn, "bootstrap", "--era", "slot")
+    assert status == 0 and "nothing to do" in out, (out, err)  # its wfctl schema came along
 
 
 def test_a_world_moved_across_majors_reads_right_and_repairs_directly(
