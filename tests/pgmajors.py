@@ -302,23 +302,17 @@ def dump_restore(
         pg_dump = available[min(newer)].tool("pg_dump")
     if psql is None:
         psql = available[dst_major if dst_major in available else max(available)].tool("psql")
-    dump = subprocess.run(
-        [str(pg_dump), "--no-owner", "--no-privileges", "-d", src_dsn],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    dump = _client([str(pg_dump), "--no-owner", "--no-privileges", "-d", src_dsn])
     if dump.returncode != 0:
         raise RuntimeError(f"pg_dump failed: {dump.stderr}")
-    restore = subprocess.run(
-        [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dst_dsn],
-        input=dump.stdout,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    restore = _client([str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dst_dsn], dump.stdout)
     if restore.returncode != 0:
         raise RuntimeError(f"psql restore failed: {restore.stderr[-3000:]}")
     return dump.stdout
+
+
+def _client(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """A client tool (pg_dump, psql) as the current user: they only connect."""
+    return subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, timeout=600, check=False
+    )

@@ -24,7 +24,7 @@ import pytest
 
 from tests import pgmajors
 from tests import realworld as rw
-from tests.checks.conftest import live_jobs
+from tests.checks.conftest import clean_controls
 from tests.checks.test_wf111 import finished_step_without_event
 from tests.conftest import Db, Server, _create_db, _drop_db, real_bootstrap
 from tests.faults import drop_faults
@@ -68,23 +68,6 @@ def source(pg_server: Server, real_template: str) -> Iterator[dict[str, Any]]:
     runs = clean_controls(db, {"broken": broken_run})
     yield {"db": db, "runs": runs, "broken": broken_run, "step": broken_step}
     _drop_db(pg_server, db)
-
-
-def clean_controls(db: Db, live: dict[str, str] | None = None) -> dict[str, str]:
-    """The package's healthy controls, plus the queue jobs a deployment gives live runs
-    (and `live` runs made elsewhere); {label: run_id}."""
-    world = rw.RealWorld(db.dsn)
-    runs = world.clean_world()
-    with db.connect() as conn:
-        waits = dict(
-            conn.execute(
-                "SELECT run_id, substring(wait_id FROM length(run_id) + 2) FROM"
-                " workflow.workflow_waits WHERE status = 'waiting'"
-            ).fetchall()
-        )
-    alive = {k: v for k, v in runs.items() if k != "completed" and "hook" not in k}
-    live_jobs(world, {**alive, **(live or {})}, waits)
-    return runs
 
 
 def _new_db(cluster: pgmajors.Cluster, name: str) -> Db:

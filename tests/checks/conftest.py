@@ -56,6 +56,23 @@ def live_jobs(world: rw.RealWorld, runs: dict[str, str], waits: dict[str, str]) 
     world.ok(ops)
 
 
+def clean_controls(db: Db, live: dict[str, str] | None = None) -> dict[str, str]:
+    """The package's healthy controls (`RealWorld.clean_world`) with the queue jobs a
+    deployment gives live runs, also to the `live` runs made elsewhere; {label: run_id}."""
+    world = rw.RealWorld(db.dsn)
+    runs = world.clean_world()
+    with db.connect() as conn:
+        waits = dict(
+            conn.execute(
+                "SELECT run_id, substring(wait_id FROM length(run_id) + 2) FROM"
+                " workflow.workflow_waits WHERE status = 'waiting'"
+            ).fetchall()
+        )
+    alive = {k: v for k, v in runs.items() if k != "completed" and "hook" not in k}
+    live_jobs(world, {**alive, **(live or {})}, waits)
+    return runs
+
+
 def assert_fires(doctor: Any, db: Db, code: str, entity: str | None, *args: str) -> dict[str, Any]:
     """Past --min-age the finding is actionable: the check's severity, count, sample, exit."""
     status, checks, _ = doctor(db, "--min-age", "0s", "--only", code, *args)
