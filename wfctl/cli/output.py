@@ -9,9 +9,11 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from rich.console import Console
@@ -19,6 +21,34 @@ from rich.table import Table
 from tabulate import tabulate
 
 from wfctl.errors import UsageError
+
+# A token holding a ULID-sized body (run/step/hook/event ids, `evnt_` slots, worker ids):
+# tables never cut one, whatever the terminal width.
+_ID_TOKEN = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+_CELL_BORDER = 3  # rich: one space of padding each side plus the column rule
+
+
+def timestamp(value: datetime | None, naive_zone: tzinfo = UTC) -> str | None:
+    """THE timestamp form of every output, text and JSON: ISO 8601 with offset, ms precision.
+
+    `naive_zone` says which clock a naive value was written in: the package stores JS
+    `Date`s as UTC wall clock and DB defaults as the session's (runtime.store.Store.aware).
+    """
+    if value is None:
+        return None
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=naive_zone)
+    return aware.isoformat(timespec="milliseconds")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return timestamp(value)
+    return str(value)
+
+
+def dumps(obj: Any) -> str:
+    """JSON as every command prints it (datetimes in the one timestamp form)."""
+    return json.dumps(obj, indent=2, sort_keys=False, default=_jsonable)
 
 
 class Format(enum.StrEnum):
@@ -71,17 +101,57 @@ class Output:
         sys.stdout.flush()
 
     def json(self, obj: Any) -> None:
-        self.data(json.dumps(obj, indent=2, sort_keys=False, default=str))
+        self.data(dumps(obj))
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
-        """A table in the chosen format: rich on text, tabulate for plain/markdown."""
-        if self.format is Format.TEXT:
-            table = Table(title=title or None, show_lines=False)
-            for h in headers:
-                table.add_column(h)
-            for row in rows:
-                table.add_row(*("" if v is None else str(v) for v in row))
-            self.out.print(table)
+        """A table in the chosen format: rich on text, tabulate for plain/markdown.
+
+        An id is never cut: on text, columns holding ids keep their full width and the other
+        columns wrap; when even that does not fit the terminal, each row is printed as a
+        record (`column  value` lines, psql's expanded display). No rows: "none".
+        """
+        cells = [["" if v is None else _cell(v) for v in row] for row in rows]
+        if not cells:
+            self.data(f"{title}: none" if title else "none")
             return
-        fmt = "github" if self.format is Format.MARKDOWN else "plain"
-        self.data(tabulate(rows, headers=list(headers), tablefmt=fmt))
+        if self.format is not Format.TEXT:
+            fmt = "github" if self.format is Format.MARKDOWN else "plain"
+            self.data(tabulate(cells, headers=list(headers), tablefmt=fmt))
+            return
+        used = [i for i in range(len(headers)) if any(row[i] for row in cells)]
+        headers = [headers[i] for i in used]  # a column empty in every row says nothing
+        cells = [[row[i] for i in used] for row in cells]
+        keep = [max((_longest_id(row[i]) for row in cells), default=0) for i in range(len(headers))]
+        other = [
+            min(8, max(len(h), *(len(row[i]) for row in cells))) for i, h in enumerate(headers)
+        ]
+        needed = sum(k or o for k, o in zip(keep, other, strict=True))
+        if needed + _CELL_BORDER * len(headers) + 1 > self.out.width:
+            self._records(headers, cells, title)
+            return
+        table = Table(title=title or None, show_lines=False)
+        for header, width in zip(headers, keep, strict=True):
+            if width:
+                table.add_column(header, no_wrap=True, min_width=width)
+            else:
+                table.add_column(header, overflow="fold")
+        for row in cells:
+            table.add_row(*row)
+        self.out.print(table)
+
+    def _records(self, headers: Sequence[str], cells: list[list[str]], title: str) -> None:
+        """One `column  value` block per row: the layout that fits ids at any width."""
+        width = max(len(h) for h in headers)
+        lines = [title] if title else []
+        for n, row in enumerate(cells, 1):
+            lines.append(f"-[ {title or 'row'} {n} ]-")
+            lines += [f"{h.ljust(width)}  {v}" for h, v in zip(headers, row, strict=True)]
+        self.data("\n".join(lines))
+
+
+def _cell(value: Any) -> str:
+    return timestamp(value) or "" if isinstance(value, datetime) else str(value)
+
+
+def _longest_id(text: str) -> int:
+    return max((len(t) for t in text.split() if _ID_TOKEN.search(t)), default=0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import timedelta
 from typing import Annotated, Any
@@ -216,7 +215,7 @@ def log(
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "reading the repair log") from None
     if fmt is Format.JSON:
-        st.output.data(json.dumps(entries, indent=2, default=str))
+        st.output.json(entries)
         return
     st.output.table(
         ("id", "at", "user", "code", "run", "entity", "events", "reason"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from datetime import datetime
 from types import FrameType
 from typing import Annotated, Any
 
@@ -188,7 +187,7 @@ def show_status(st: State) -> None:
                 w["host"],
                 w["pid"],
                 w["queue"],
-                _when(w["started_at"]),
+                w["started_at"],
                 w["held"],
                 w["concurrency"],
                 f"{w['heartbeat_age']:.1f}s ago",
@@ -228,7 +227,3 @@ def show_status(st: State) -> None:
             ],
             title="runs past their lease",
         )
-
-
-def _when(value: datetime) -> str:
-    return value.isoformat(timespec="seconds")
