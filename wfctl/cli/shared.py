@@ -139,13 +139,18 @@ def _flag_help_option(original: Any) -> Any:
 
 
 def placeholder(param: Any) -> None:
-    """No placeholder on flags; an upper-case word on value options that name none."""
-    if getattr(param, "param_type_name", "") != "option" or param.metavar is not None:
+    """No placeholder on flags; an upper-case word on value options that name none; no
+    `<str>` type beside an argument (its name already is the placeholder)."""
+    kind = getattr(param, "param_type_name", "")
+    descriptor = getattr(param, "type_descriptor", None)
+    if kind == "argument" and descriptor is not None and not descriptor.is_choice:
+        param.display_type_rich = lambda ctx=None: None
+        return
+    if kind != "option" or param.metavar is not None:
         return
     if param.is_flag or param.count:
         param.metavar = ""
         return
-    descriptor = getattr(param, "type_descriptor", None)
     if descriptor is None:
         return
     if descriptor.is_choice and descriptor.choices:

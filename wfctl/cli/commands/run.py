@@ -133,8 +133,11 @@ def import_module(module_name: str) -> Any:
             if os.getcwd() not in sys.path:
                 sys.path.insert(0, os.getcwd())
             module = importlib.import_module(module_name)
-    except (ImportError, OSError) as exc:
-        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # the operator's module: not found, or it raised at import
+        raise UsageError(
+            f"cannot import {module_name!r}: {type(exc).__name__}: {exc}".splitlines()[0],
+            hint="rerun with -v for the module's traceback",
+        ) from exc
     return module
 
 
