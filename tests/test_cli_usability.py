@@ -276,7 +276,7 @@ def test_worker_status_keeps_ids_whole_at_80_columns(run_cli, world_env, columns
 # -- 3: run --wait says what it waits on; Ctrl-C, SIGTERM and --timeout say how to go on ---
 
 
-HOOK_FLOW = '''
+HOOK_FLOW = """
 from wfctl.runtime import Workflows, create_hook
 
 wf = Workflows()
@@ -285,7 +285,7 @@ wf = Workflows()
 @wf.workflow
 async def approve(order_id: str) -> object:
     return await create_hook(token=f"approve-{order_id}")
-'''
+"""
 
 
 def test_run_wait_reports_the_hook_and_the_timeout_hint(run_cli, world_env, tmp_path) -> None:

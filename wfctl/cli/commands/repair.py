@@ -56,7 +56,13 @@ def repair(
         bool, typer.Option("--force-min-age", help="Allow --min-age below 1 minute.")
     ] = False,
     allow_rewrite: Annotated[
-        bool, typer.Option("--allow-rewrite", help="Allow renumbering repairs (WF121b/122/123).")
+        bool,
+        typer.Option(
+            "--allow-rewrite",
+            help="Reserved for renumbering repairs (WF122, WF123, WF121's restart variant):"
+            " today it is refused (exit 2) and nothing is written; those codes are reported"
+            " only.",
+        ),
     ] = False,
     job_prefix: Annotated[
         str,
