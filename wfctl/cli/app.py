@@ -35,6 +35,13 @@ It finds runs wedged by half-written state (an entity row without its event), re
   wfctl --format json info | jq .era           machine-readable output
 """
 
+# Shared with wfctl.cli.shared, which accepts the same options after every command.
+FORMAT_FLAGS = ("--format", "-f", "-o")
+FORMAT_HELP = (
+    "text, plain, markdown, json, jsonl, prometheus or nagios (each command accepts a subset)."
+)
+DSN_HELP = "PostgreSQL connection string (URI or key=value). Overrides the environment."
+
 app = typer.Typer(
     name="wfctl",
     help=HELP,
@@ -75,20 +82,13 @@ def global_options(
         typer.Option(
             "--dsn",
             metavar="DSN",
-            help="PostgreSQL connection string (URI or key=value). Overrides the environment.",
+            help=DSN_HELP,
             show_default=False,
         ),
     ] = None,
     output_format: Annotated[
         Format,
-        typer.Option(
-            "--format",
-            "-f",
-            "-o",
-            metavar="FORMAT",
-            help="text, plain, markdown, json, jsonl, prometheus or nagios (each command"
-            " accepts a subset).",
-        ),
+        typer.Option(*FORMAT_FLAGS, metavar="FORMAT", help=FORMAT_HELP),
     ] = Format.TEXT,
     no_color: Annotated[
         bool, typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 import typer.main
 
-from wfctl.cli.app import State, app
+from wfctl.cli.app import DSN_HELP, FORMAT_FLAGS, FORMAT_HELP, State, app
 from wfctl.cli.output import Format
 from wfctl.connection.db import Target
 from wfctl.connection.dsn import resolve_dsn
@@ -67,34 +67,27 @@ def _late_dsn(ctx: typer.Context, value: str | None) -> None:
 _carrier = typer.Typer(add_completion=False)
 
 
+def _late_option(*flags: str, metavar: str, help: str, callback: Any) -> Any:
+    """An option that only updates the State (no value reaches the command's function)."""
+    return typer.Option(
+        *flags,
+        metavar=metavar,
+        help=help,
+        callback=callback,
+        expose_value=False,
+        show_default=False,
+        rich_help_panel=PANEL,
+    )
+
+
 @_carrier.command()
 def _shared_options(
     output_format: Annotated[
         Format | None,
-        typer.Option(
-            "--format",
-            "-f",
-            "-o",
-            metavar="FORMAT",
-            help="text, plain, markdown, json, jsonl, prometheus or nagios (each command"
-            " accepts a subset).",
-            callback=_late_format,
-            expose_value=False,
-            show_default=False,
-            rich_help_panel=PANEL,
-        ),
+        _late_option(*FORMAT_FLAGS, metavar="FORMAT", help=FORMAT_HELP, callback=_late_format),
     ] = None,
     dsn: Annotated[
-        str | None,
-        typer.Option(
-            "--dsn",
-            metavar="DSN",
-            help="PostgreSQL connection string; overrides the environment.",
-            callback=_late_dsn,
-            expose_value=False,
-            show_default=False,
-            rich_help_panel=PANEL,
-        ),
+        str | None, _late_option("--dsn", metavar="DSN", help=DSN_HELP, callback=_late_dsn)
     ] = None,
 ) -> None:
     """Carries the shared options: typer builds them once, `build()` attaches them."""
