@@ -122,6 +122,18 @@ def test_help_shows_no_value_placeholder_on_flags(run_cli, columns_80, path) -> 
     assert max(len(line) for line in out.splitlines()) <= 80
 
 
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_help_examples_fit_80_columns(path: tuple[str, ...]) -> None:
+    """An example wrapped by the terminal cannot be pasted: each stays within 80 columns
+    (rich indents the help by one column and pads one on the right)."""
+    examples = [
+        line
+        for line in (dict(_tree())[path].help or "").splitlines()
+        if line.lstrip().startswith(("wfctl ", "psql "))
+    ]
+    assert all(len(line) <= 78 for line in examples), [e for e in examples if len(e) > 78]
+
+
 def test_verbose_is_a_counted_flag(run_cli) -> None:
     status, out, _ = run_cli("-vv", "--help")
     assert status == 0 and "repeat it (-vv)" in " ".join(out.split())

@@ -92,7 +92,7 @@ def repair(
       wfctl repair
       wfctl repair --only WF112 --run wrun_01J...
       wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
-      wfctl repair --apply --reason "INC-42" --yes --unlock-dead-worker worker-7f3a
+      wfctl repair --apply --reason INC-42 --yes --unlock-dead-worker w-7f3a
       wfctl repair log --run wrun_01J...
     """
     if ctx.invoked_subcommand is not None:

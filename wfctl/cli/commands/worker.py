@@ -110,7 +110,7 @@ def worker_command(
 
     [bold]Examples[/bold]
       wfctl worker myapp.flows
-      wfctl worker myapp.flows:wf --concurrency 16 --queue payments --limit checkout=4
+      wfctl worker myapp.flows:wf -c 16 --queue payments --limit checkout=4
       wfctl --dsn postgresql://ops@db/app worker docs/examples/checkout.py
       wfctl worker status
       wfctl --format json worker status
