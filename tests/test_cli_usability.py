@@ -217,11 +217,11 @@ def _drive_checkout(run_cli: Any) -> str:
     return str(json.loads(out)["run_id"])
 
 
-def _assert_whole(ids_: set[str], out: str) -> None:
+def _assert_whole(ids_: set[str], out: str, width: int = 80) -> None:
     assert ids_, "nothing to look for"
     assert "…" not in out
     drawn = [line for line in out.splitlines() if re.search("[│┃━─]", line)]
-    assert all(len(line) <= 80 for line in drawn)  # tables fit; data lines (JSON) may not
+    assert all(len(line) <= width for line in drawn)  # tables fit; data lines (JSON) may not
     words = set(re.findall(r"[\w:-]+", out))
     missing = {i for i in ids_ if i not in words}
     assert not missing, f"cut or missing ids: {missing}\n{out}"
@@ -343,3 +343,26 @@ def test_sigterm_exits_like_ctrl_c_and_says_how_to_continue(world_env, tmp_path)
             "SELECT status::text FROM workflow.workflow_runs WHERE id = %s", (run_id,)
         ).fetchone()
     assert row == ("running",) and rest == ""
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 100, 160])
+def test_tables_never_cut_ids_at_any_width(monkeypatch, capsys, width) -> None:
+    """Ids stay whole at every width: full-width id columns, then optional columns left out
+    (said on stderr), then one record per row; an empty table says none."""
+    from wfctl.cli.output import Format, Output
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    out = Output(format=Format.TEXT, no_color=True)
+    run_ids = [ids.prefixed("wrun") for _ in range(3)]
+    step_id = ids.prefixed("step")
+    rows = [(run_ids[0], "step_completed", step_id, "2026-12-04T05:15:20.406+00:00", None)]
+    rows += [(r, "run_created", "", "2026-12-04T05:15:19.169+00:00", None) for r in run_ids[1:]]
+    capsys.readouterr()
+    out.table(["run", "type", "correlation", "created", "empty"], rows, optional=("created",))
+    text, note = capsys.readouterr()
+    _assert_whole({*run_ids, step_id}, text, width)
+    assert "empty" not in text  # a column empty in every row is left out
+    if "created" not in text:
+        assert "left out created" in note
+    out.table(["run"], [], title="runs")
+    assert capsys.readouterr().out == "runs: none\n"

@@ -103,12 +103,20 @@ class Output:
     def json(self, obj: Any) -> None:
         self.data(dumps(obj))
 
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
+    def table(
+        self,
+        headers: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        title: str = "",
+        optional: Sequence[str] = (),
+    ) -> None:
         """A table in the chosen format: rich on text, tabulate for plain/markdown.
 
-        An id is never cut: on text, columns holding ids keep their full width and the other
-        columns wrap; when even that does not fit the terminal, each row is printed as a
-        record (`column  value` lines, psql's expanded display). No rows: "none".
+        An id is never cut. On text, columns holding ids keep their full width and the other
+        columns wrap; columns empty in every row are left out; when the ids still do not fit
+        the terminal, the `optional` columns are left out (said on stderr), and failing that
+        each row is printed as a record (`column  value` lines, psql's expanded display).
+        No rows: "none".
         """
         cells = [["" if v is None else _cell(v) for v in row] for row in rows]
         if not cells:
@@ -118,34 +126,51 @@ class Output:
             fmt = "github" if self.format is Format.MARKDOWN else "plain"
             self.data(tabulate(cells, headers=list(headers), tablefmt=fmt))
             return
-        used = [i for i in range(len(headers)) if any(row[i] for row in cells)]
-        headers = [headers[i] for i in used]  # a column empty in every row says nothing
-        cells = [[row[i] for i in used] for row in cells]
-        keep = [max((_longest_id(row[i]) for row in cells), default=0) for i in range(len(headers))]
-        other = [
-            min(8, max(len(h), *(len(row[i]) for row in cells))) for i, h in enumerate(headers)
-        ]
-        needed = sum(k or o for k, o in zip(keep, other, strict=True))
-        if needed + _CELL_BORDER * len(headers) + 1 > self.out.width:
-            self._records(headers, cells, title)
-            return
+        filled = [h for i, h in enumerate(headers) if any(row[i] for row in cells)]
+        shown = list(filled)
+        left_out: list[str] = []
+        while not self._fits(headers, cells, shown):
+            spare = [h for h in reversed(optional) if h in shown]
+            if not spare:  # records have room for every column again
+                self._records(headers, cells, filled, title)
+                return
+            shown.remove(spare[0])
+            left_out.append(spare[0])
         table = Table(title=title or None, show_lines=False)
-        for header, width in zip(headers, keep, strict=True):
-            if width:
-                table.add_column(header, no_wrap=True, min_width=width)
+        columns = [headers.index(h) for h in shown]
+        for i in columns:
+            if _id_width(cells, i):
+                table.add_column(headers[i], no_wrap=True, min_width=_id_width(cells, i))
             else:
-                table.add_column(header, overflow="fold")
+                table.add_column(headers[i], overflow="fold")
         for row in cells:
-            table.add_row(*row)
+            table.add_row(*(row[i] for i in columns))
         self.out.print(table)
+        if left_out:
+            self.message(
+                f"({self.out.width} columns: left out {', '.join(left_out)};"
+                " a wider terminal or --format json shows them)"
+            )
 
-    def _records(self, headers: Sequence[str], cells: list[list[str]], title: str) -> None:
+    def _fits(self, headers: Sequence[str], cells: list[list[str]], shown: list[str]) -> bool:
+        """Whether the id columns at full width, and the others at their longest word up to
+        10 characters (a longer word folds, which still reads), fit the terminal."""
+        needed = 0
+        for h in shown:
+            i = headers.index(h)
+            longest = max(len(w) for w in [*h.split(), *(w for r in cells for w in r[i].split())])
+            needed += _id_width(cells, i) or min(10, longest)
+        return needed + _CELL_BORDER * len(shown) + 1 <= self.out.width
+
+    def _records(
+        self, headers: Sequence[str], cells: list[list[str]], shown: list[str], title: str
+    ) -> None:
         """One `column  value` block per row: the layout that fits ids at any width."""
-        width = max(len(h) for h in headers)
+        width = max(len(h) for h in shown)
         lines = [title] if title else []
         for n, row in enumerate(cells, 1):
             lines.append(f"-[ {title or 'row'} {n} ]-")
-            lines += [f"{h.ljust(width)}  {v}" for h, v in zip(headers, row, strict=True)]
+            lines += [f"{h.ljust(width)}  {row[headers.index(h)]}" for h in shown]
         self.data("\n".join(lines))
 
 
@@ -153,5 +178,7 @@ def _cell(value: Any) -> str:
     return timestamp(value) or "" if isinstance(value, datetime) else str(value)
 
 
-def _longest_id(text: str) -> int:
-    return max((len(t) for t in text.split() if _ID_TOKEN.search(t)), default=0)
+def _id_width(cells: list[list[str]], column: int) -> int:
+    """The widest id-holding word in a column (0: the column holds no id)."""
+    words = (w for row in cells for w in row[column].split())
+    return max((len(w) for w in words if _ID_TOKEN.search(w)), default=0)

@@ -169,7 +169,7 @@ def _render(output: Output, fmt: Format, report: doctor.Report) -> str:
         return doctor_render.prometheus(report)
     if fmt is Format.NAGIOS:
         return doctor_render.nagios(report)
-    output.table(doctor_render.HEADERS, doctor_render.rows(report))
+    output.table(doctor_render.HEADERS, doctor_render.rows(report), optional=("sample runs",))
     return "\n".join(doctor_render.details(report))
 
 

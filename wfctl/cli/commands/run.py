@@ -31,13 +31,19 @@ ALLOW_NODE_ENV = "WFCTL_ALLOW_NODE_PEER"
 
 @contextmanager
 def runtime_store(
-    st: State, *, allow_node_peer: bool = False, queue: bool = False, reading: bool = False
+    st: State,
+    *,
+    allow_node_peer: bool = False,
+    queue: bool = False,
+    reading: bool = False,
+    create_world: bool = True,
 ) -> Iterator[Store]:
     """A store on the resolved database (the embedded server, bootstrapped, when no DSN).
     With `queue`, the worker's tables (wfctl's own branch) are added where missing.
     With `reading` (runs list/show), nothing is ever written: no bootstrap, and the store
     lives in one READ ONLY transaction, so a look at a fresh embedded server says "holds no
-    world" as `info` and `doctor` do."""
+    world" as `info` and `doctor` do. Without `create_world` (acting on an existing run or
+    hook), an embedded server without a world is refused rather than bootstrapped."""
     if reading:
         with connect(st.target, autocommit=True) as conn:
             try:
@@ -54,7 +60,7 @@ def runtime_store(
             from wfctl.world.bootstrap import bootstrap, ensure_worker_schema
 
             world = model.inspect(conn, with_drift=False)
-            if not world.present and st.target.dsn.is_embedded:
+            if not world.present and st.target.dsn.is_embedded and create_world:
                 st.output.message(
                     "wfctl: the embedded PostgreSQL holds no world yet: "
                     "creating a beta.29-shape one (wfctl bootstrap)"

@@ -184,6 +184,7 @@ def show_run(
             for e in report["events"]
         ],
         title="events",
+        optional=("created",),
     )
 
 
@@ -203,7 +204,7 @@ def cancel_run(
     """
     st = state(ctx)
     st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
-    with runtime_store(st, allow_node_peer=True) as store:
+    with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         try:
             before = store.cancel(run_id, reason)
         except LookupError as exc:

@@ -195,6 +195,7 @@ def show_status(st: State) -> None:
             for w in report["workers"]
         ],
         title="live workers",
+        optional=("host", "pid", "queue", "concurrency", "started"),
     )
     st.output.table(
         ["queue", "ready", "scheduled", "parked", "leased", "past lease", "oldest ready"],
@@ -211,6 +212,7 @@ def show_status(st: State) -> None:
             for r in report["queues"]
         ],
         title="queues",
+        optional=("parked", "scheduled", "past lease"),
     )
     if report["past_lease"]:
         st.output.table(
