@@ -137,6 +137,8 @@ def test_help_examples_fit_80_columns(path: tuple[str, ...]) -> None:
 def test_verbose_is_a_counted_flag(run_cli) -> None:
     status, out, _ = run_cli("-vv", "--help")
     assert status == 0 and "repeat it (-vv)" in " ".join(out.split())
+    status, _, err = run_cli("--verbose", "1", "info")
+    assert status == ExitStatus.USAGE and "-v/--verbose takes no value" in err
 
 
 def test_help_prose_is_reflowed_and_examples_keep_their_lines() -> None:

@@ -8,6 +8,7 @@ for the traceback.
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import traceback
@@ -97,6 +98,8 @@ def usage_line(exc: Any) -> str:
         message = f"{_param_name(param)}: {_plain(cause.errors()[0])}"
     else:
         message = " ".join(exc.format_message().split())
+    if re.fullmatch(r"No such command '\d+'\.", message):  # `wfctl --verbose 1 info`
+        return f"{message} (hint: -v/--verbose takes no value: repeat it, e.g. `wfctl -vv info`)"
     return f"{message} (hint: see `{command} --help`)"
 
 
