@@ -16,7 +16,7 @@ CHECK = Check(
         "and every later slot allocation fails; without run_created the runtime cannot rebuild "
         "the run's input. If its job was lost too, the run sits pending with no events.",
         cause="Run creation is several autocommits (run row, marker, run_created) in upstream "
-        "beta.29 and beta.34-beta.40 (#3656).",
+        "beta.29 and beta.34-beta.40 (upstream vercel/workflow#3656).",
         repair="One transaction: lock the run row, re-check, insert the marker and run_created "
         "at slot 1 rebuilt from the row (deploymentId, workflowName, input, executionContext). "
         "With later wevt_ events the log must be renumbered: only with --allow-rewrite.",

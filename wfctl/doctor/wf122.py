@@ -12,8 +12,8 @@ CHECK = Check(
         why_stuck="The slot allocator reads the run's highest id; a wevt_ id sorts above every "
         "evnt_ id, so every later insert fails with 'invalid input syntax for type bigint', and "
         "core >= beta.47 refuses the log ('Event id is not slot-numbered').",
-        cause="A writer read the run before its marker committed (#3656) and took the legacy "
-        "branch.",
+        cause="A writer read the run before its marker committed (upstream "
+        "vercel/workflow#3656) and took the legacy branch.",
         repair="Invasive: renumber the run's events into dense slots in (created_at, id) order, "
         "only with --allow-rewrite, only when no job is locked and past --min-age; the old->new "
         "id map is kept in the audit log.",

@@ -10,11 +10,11 @@ CHECK = Check(
     explanation=Explanation(
         meaning="A pending or running run with no live queue job naming it and no hook row.",
         why_stuck="Nothing delivers it: the package has no reaper, so the run stays put until "
-        "some process calls world.start() (upstream #3993). A wait alone wakes nothing: its "
-        "delivery is a job.",
+        "some process calls world.start() (upstream vercel/workflow#3993). A wait alone wakes "
+        "nothing: its delivery is a job.",
         cause="A job deleted by hand, a job that used all its attempts (WF134), a lost "
         "response, or a completion that never reached the log (WF111).",
-        repair="Enqueue exactly one {runId} wake-up job (reference §5.2 format: base64 body "
+        repair="Enqueue exactly one {runId} wake-up job (the package's format: base64 body "
         "without line breaks, task <prefix>flows) so the real runtime picks the run up.",
     ),
     needs=frozenset({Needs.QUEUE}),

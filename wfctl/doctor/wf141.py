@@ -15,7 +15,7 @@ CHECK = Check(
         "anything after it is 'Replay could not consume event' on every replay.",
         cause="A repair racing a slow original insert (the reason every wfctl repair re-checks "
         "under lock and waits out --min-age), a clock-skewed peer re-running a live step, or "
-        "beta.29's non-transactional hook_disposed (#2781).",
+        "beta.29's non-transactional hook_disposed (upstream vercel/workflow#2781).",
         repair="Not an append: the extra event must be removed (legacy runs) or the run failed "
         "deliberately; in the slot era deleting leaves a hole (WF123). Manual: stop workers "
         "for the run, back up its events, delete the later duplicate in one transaction, "

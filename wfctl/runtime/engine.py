@@ -219,13 +219,24 @@ Outcome = Pending | Completed | Failed | Diverged | Finished
 DIVERGENCE_CODE = "REPLAY_DIVERGENCE"
 
 
+def short_name(step_name: str) -> str:
+    """`step//py:shop.flows//charge` -> `shop.flows.charge` (workflows alike): for messages
+    and tables, which already say "step" (the full name stays in the data: its identity)."""
+    kind, sep, rest = step_name.partition("//")
+    if not sep or kind not in ("step", "workflow"):
+        return step_name
+    module, sep, function = rest.rpartition("//")
+    module = module.removeprefix("py:")
+    return f"{module}.{function}" if sep and module else rest
+
+
 class StepFailedError(Exception):
     """Raised inside a workflow when a step failed for good (its error is carried along)."""
 
     def __init__(self, step_name: str, error: Any) -> None:
         detail = error if not isinstance(error, dict) else error.get("message", error)
         name = error.get("name", "Error") if isinstance(error, dict) else "Error"
-        super().__init__(f"step {step_name} failed: {name}: {detail}")
+        super().__init__(f"step {short_name(step_name)} failed: {name}: {detail}")
         self.step_name = step_name
         self.error = error
 

@@ -150,10 +150,14 @@ class Executor:
         *,
         log: Callable[[str], None] | None = None,
         stop: Callable[[], bool] | None = None,
+        on_blocked: Callable[[str], None] | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
         self.log = log or (lambda _m: None)
+        # Told each time the run blocks on a sleep, a hook or a retry delay, with nothing
+        # uncommitted (`wfctl run` says what the run waits on and how to continue it).
+        self.on_blocked = on_blocked
         # Asked between steps (a worker shutting down): commit what is done, start nothing
         # new, and return the run as `running` (next_due = now) for another driver.
         self.stop = stop
@@ -264,6 +268,8 @@ class Executor:
                 results = self._execute(to_run)
                 continue
             # Blocked on a wait, a hook or a retry delay.
+            if self.on_blocked is not None:
+                self.on_blocked(run_id)
             if not wait:
                 return Done(run_id, "running", next_due=next_due)
             if deadline is not None and time.monotonic() >= deadline:

@@ -9,6 +9,7 @@ import typer
 
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format
+from wfctl.connection import embedded
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.world import model
 
@@ -36,6 +37,7 @@ def info(ctx: typer.Context) -> None:
     report: dict[str, Any] = {
         "dsn_source": st.target.dsn.source,
         "dsn": st.target.dsn.masked,
+        "embedded": embedded.server_state().as_dict() if st.target.dsn.is_embedded else None,
         **world.as_dict(),
     }
     if fmt is Format.JSON:
@@ -52,6 +54,11 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
         f"user {world.user!r}",
         f"world:        {world.kind}",
     ]
+    if report["embedded"]:
+        lines[1:1] = [
+            f"embedded:     {report['embedded']['dsn']}  (pid {report['embedded']['pid']};"
+            " it keeps running after wfctl exits: `wfctl embedded stop` stops it)"
+        ]
     if world.present:
         queue = "installed" if world.has_graphile else "not installed"
         lines += [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import timedelta
 from typing import Annotated, Any
@@ -57,7 +56,13 @@ def repair(
         bool, typer.Option("--force-min-age", help="Allow --min-age below 1 minute.")
     ] = False,
     allow_rewrite: Annotated[
-        bool, typer.Option("--allow-rewrite", help="Allow renumbering repairs (WF121b/122/123).")
+        bool,
+        typer.Option(
+            "--allow-rewrite",
+            help="Reserved for renumbering repairs (WF122, WF123, WF121's restart variant):"
+            " today it is refused (exit 2) and nothing is written; those codes are reported"
+            " only.",
+        ),
     ] = False,
     job_prefix: Annotated[
         str,
@@ -89,7 +94,7 @@ def repair(
       wfctl repair
       wfctl repair --only WF112 --run wrun_01J...
       wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
-      wfctl repair --apply --reason "INC-42" --yes --unlock-dead-worker worker-7f3a
+      wfctl repair --apply --reason INC-42 --yes --unlock-dead-worker w-7f3a
       wfctl repair log --run wrun_01J...
     """
     if ctx.invoked_subcommand is not None:
@@ -215,7 +220,7 @@ def log(
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "reading the repair log") from None
     if fmt is Format.JSON:
-        st.output.data(json.dumps(entries, indent=2, default=str))
+        st.output.json(entries)
         return
     st.output.table(
         ("id", "at", "user", "code", "run", "entity", "events", "reason"),

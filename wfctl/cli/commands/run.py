@@ -17,8 +17,8 @@ import typer
 
 from wfctl import sql
 from wfctl.cli.app import State, app, state
-from wfctl.cli.output import Format
-from wfctl.connection.db import connect, query_error
+from wfctl.cli.output import Format, timestamp
+from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
 from wfctl.runtime import executor as ex
@@ -31,17 +31,36 @@ ALLOW_NODE_ENV = "WFCTL_ALLOW_NODE_PEER"
 
 @contextmanager
 def runtime_store(
-    st: State, *, allow_node_peer: bool = False, queue: bool = False
+    st: State,
+    *,
+    allow_node_peer: bool = False,
+    queue: bool = False,
+    reading: bool = False,
+    create_world: bool = True,
 ) -> Iterator[Store]:
     """A store on the resolved database (the embedded server, bootstrapped, when no DSN).
-    With `queue`, the worker's tables (wfctl's own branch) are added where missing."""
+    With `queue`, the worker's tables (wfctl's own branch) are added where missing.
+    With `reading` (runs list/show), nothing is ever written: no bootstrap, and the store
+    lives in one READ ONLY transaction, so a look at a fresh embedded server says "holds no
+    world" as `info` and `doctor` do. Without `create_world` (acting on an existing run or
+    hook), an embedded server without a world is refused rather than bootstrapped."""
+    if reading:
+        with connect(st.target, autocommit=True) as conn:
+            try:
+                with read_only(conn):
+                    world = model.inspect(conn, with_drift=False)
+                    world.require_known()
+                    yield Store(conn, slots=world.has_event_slots)
+            except psycopg.Error as exc:
+                raise query_error(exc, st.target, "reading runs") from None
+        return
     with connect(st.target, autocommit=True) as conn:
         try:
             # imported here: alembic/SQLAlchemy cost ~0.5 s that other commands never need
             from wfctl.world.bootstrap import bootstrap, ensure_worker_schema
 
             world = model.inspect(conn, with_drift=False)
-            if not world.present and st.target.dsn.is_embedded:
+            if not world.present and st.target.dsn.is_embedded and create_world:
                 st.output.message(
                     "wfctl: the embedded PostgreSQL holds no world yet: "
                     "creating a beta.29-shape one (wfctl bootstrap)"
@@ -120,8 +139,11 @@ def import_module(module_name: str) -> Any:
             if os.getcwd() not in sys.path:
                 sys.path.insert(0, os.getcwd())
             module = importlib.import_module(module_name)
-    except (ImportError, OSError) as exc:
-        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # the operator's module: not found, or it raised at import
+        raise UsageError(
+            f"cannot import {module_name!r}: {type(exc).__name__}: {exc}".splitlines()[0],
+            hint="rerun with -v for the module's traceback",
+        ) from exc
     return module
 
 
@@ -249,10 +271,54 @@ def run_command(
                 store.enqueue(created.run_id, wdef.name, queue)  # hand an existing run over
             report_done(st, ex.Done(created.run_id, created.status), created.existing)
             return
-        runner = ex.Executor(wdef.registry, store, log=st.output.debug)
+        again = f"wfctl run {target} --id {created.run_id} --wait"
+        if wait:
+            st.output.message(f"wfctl: run {created.run_id}: driving it to its end")
+        blocked = BlockedReporter(st, store, again)
+        runner = ex.Executor(wdef.registry, store, log=st.output.debug, on_blocked=blocked)
         try:
             done = runner.drive(created.run_id, wait=wait, timeout=limit)
+        except KeyboardInterrupt:
+            st.output.message(
+                f"wfctl: run {created.run_id} is left as it was (durable); continue it with"
+                f" `{again}`"
+            )
+            raise
         finally:
             runner.close()
     report_done(st, done, created.existing)
+    if done.status in ("running", "pending"):
+        st.output.message(f"wfctl: run {done.run_id} is not finished; continue it with `{again}`")
     exit_for(done, wait)
+
+
+class BlockedReporter:
+    """Says on stderr, once per change, what a blocked run waits on and how it continues."""
+
+    def __init__(self, st: State, store: Store, again: str) -> None:
+        self.st = st
+        self.store = store
+        self.again = again
+        self.last: list[str] = []
+
+    def __call__(self, run_id: str) -> None:
+        params = {"run_id": run_id}
+        waits = self.store.conn.execute(sql.load("runtime/run_waits"), params).fetchall()
+        hooks = self.store.conn.execute(sql.load("runtime/run_hooks"), params).fetchall()
+        lines = [
+            f"wfctl: run {run_id} waits for hook token {token!r}: deliver a payload with"
+            f" `wfctl hooks resume {token} JSON`"
+            for _, token, _ in hooks
+        ]
+        lines += [
+            f"wfctl: run {run_id} sleeps until {timestamp(resume_at)}"
+            for _, status, resume_at, _ in waits
+            if status == "waiting" and resume_at is not None
+        ]
+        if lines and lines != self.last:
+            for line in lines:
+                self.st.output.message(line)
+            self.st.output.message(
+                f"wfctl: Ctrl-C leaves the run durable; continue it later with `{self.again}`"
+            )
+        self.last = lines

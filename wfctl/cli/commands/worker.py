@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from datetime import datetime
 from types import FrameType
 from typing import Annotated, Any
 
@@ -111,7 +110,7 @@ def worker_command(
 
     [bold]Examples[/bold]
       wfctl worker myapp.flows
-      wfctl worker myapp.flows:wf --concurrency 16 --queue payments --limit checkout=4
+      wfctl worker myapp.flows:wf -c 16 --queue payments --limit checkout=4
       wfctl --dsn postgresql://ops@db/app worker docs/examples/checkout.py
       wfctl worker status
       wfctl --format json worker status
@@ -188,7 +187,7 @@ def show_status(st: State) -> None:
                 w["host"],
                 w["pid"],
                 w["queue"],
-                _when(w["started_at"]),
+                w["started_at"],
                 w["held"],
                 w["concurrency"],
                 f"{w['heartbeat_age']:.1f}s ago",
@@ -196,6 +195,7 @@ def show_status(st: State) -> None:
             for w in report["workers"]
         ],
         title="live workers",
+        optional=("host", "pid", "queue", "concurrency", "started"),
     )
     st.output.table(
         ["queue", "ready", "scheduled", "parked", "leased", "past lease", "oldest ready"],
@@ -212,6 +212,7 @@ def show_status(st: State) -> None:
             for r in report["queues"]
         ],
         title="queues",
+        optional=("parked", "scheduled", "past lease"),
     )
     if report["past_lease"]:
         st.output.table(
@@ -228,7 +229,3 @@ def show_status(st: State) -> None:
             ],
             title="runs past their lease",
         )
-
-
-def _when(value: datetime) -> str:
-    return value.isoformat(timespec="seconds")
