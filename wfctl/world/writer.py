@@ -116,7 +116,9 @@ class EventWriter:
     """Appends events for one world; `slots` says whether the world has slot markers."""
 
     slots: bool
-    clock: ids.MonotonicUlid = field(default_factory=ids.MonotonicUlid)
+    # The process-wide generator: writers of different slots/threads must never mint one id
+    # twice (ids.MonotonicUlid, "Uniqueness"). Tests may pass their own.
+    clock: ids.MonotonicUlid = field(default=ids.EVENT_ULIDS)
 
     def scheme(self, conn: psycopg.Connection[Any], run_id: str, *, lock: bool = True) -> str:
         """`slot` or `legacy` for this run, read (and the marker share-locked) in the tx.
@@ -296,7 +298,8 @@ class EventWriter:
             return ids.slot_event_id((slot or 0) + 1)
         if scheme != "legacy":
             raise ValueError(f"unknown event id scheme {scheme!r}")
-        prev = after[5:] if after and ids.is_legacy_event_id(after) else None
+        # `next` validates the floor (and skips parsing it when it is its own last id).
+        prev = after[5:] if after and after.startswith(ids.LEGACY_EVENT_PREFIX) else None
         return ids.LEGACY_EVENT_PREFIX + self.clock.next(after=prev)
 
     def _insert(
