@@ -113,14 +113,22 @@ def bind_arguments(
     try:
         bound = signature.bind(*args, **(kwargs or {}))
     except TypeError as exc:
-        raise ArgumentsError(f"{name}{signature}: {exc}") from None
+        raise ArgumentsError(f"{name}{parameters(fn)}: {exc}") from None
     if bound.kwargs:
         given = ", ".join(sorted(bound.kwargs))
         raise ArgumentsError(
-            f"{name}{signature}: keyword-only parameter(s) {given} cannot be recorded"
+            f"{name}{parameters(fn)}: keyword-only parameter(s) {given} cannot be recorded"
             " (the log stores positional arguments)"
         )
     return list(bound.args)
+
+
+def parameters(fn: Callable[..., Any]) -> str:
+    """`(key, failures=3, *, flag=False)`: the parameter list without annotations (which
+    are strings under `from __future__ import annotations`), for messages."""
+    signature = inspect.signature(fn)
+    plain = [p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()]
+    return str(signature.replace(parameters=plain, return_annotation=inspect.Signature.empty))
 
 
 @dataclass
@@ -165,7 +173,7 @@ class WorkflowDef:
     @property
     def signature(self) -> str:
         """`name(params)`, for messages about arguments."""
-        return f"{self.fn.__name__}{inspect.signature(self.fn)}"
+        return f"{self.fn.__name__}{parameters(self.fn)}"
 
     def bind(self, args: Iterable[Any], kwargs: dict[str, Any] | None = None) -> list[Any]:
         """The run's positional input, or `ArgumentsError` naming the parameters."""
