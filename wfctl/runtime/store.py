@@ -348,6 +348,7 @@ class Tx:
     _now_naive: datetime | None = None  # the same, as the column holds it
     _failure: Exception | None = None  # kept by clock(), raised by check()
     _begun: bool = False
+    _explicit: bool = True  # opened with BEGIN (else one implicit transaction per batch)
     _closed: bool = False
     written: list[Event] = field(default_factory=list)
 
@@ -498,11 +499,19 @@ class Tx:
     def empty(self) -> bool:
         return not self._ops and not self._events
 
-    def _begin_batch(self) -> list[tuple[str | bytes, dict[str, Any] | None]]:
-        batch: list[tuple[str | bytes, dict[str, Any] | None]] = [
-            (b"BEGIN", None),
-            ("runtime/guard_run", {"run_id": self.run_id}),
-        ]
+    def _begin_batch(
+        self, *, explicit: bool = True
+    ) -> list[tuple[str | bytes, dict[str, Any] | None]]:
+        """The statements that open the transaction: [BEGIN,] guard, [seqscan off,] unseen
+        check. Without `explicit` (a whole transaction sent in one batch) there is no BEGIN
+        and no COMMIT: the statements of one pipeline Sync run as ONE implicit transaction
+        (the extended protocol's rule), which an error rolls back whole and the Sync commits,
+        two statements fewer per step."""
+        batch: list[tuple[str | bytes, dict[str, Any] | None]] = (
+            [(b"BEGIN", None)] if explicit else []
+        )
+        self._explicit = explicit
+        batch.append(("runtime/guard_run", {"run_id": self.run_id}))
         if not self.store.slots:
             # A beta.29-shaped world has no (run_id, id) index on events, so "an event of
             # this run after id X" reads a short window of the primary key from X (the
@@ -539,7 +548,7 @@ class Tx:
     def _take_now(self, results: list[Result]) -> None:
         """The guard's row (second statement of the opening batch) carries the
         transaction's now(): the `created_at` of every event of this transaction."""
-        rows = results[1].rows  # BEGIN, guard, ...
+        rows = results[1 if self._explicit else 0].rows  # [BEGIN,] guard, ...
         if not rows:  # no run row: the statements that follow the guard refuse instead
             return
         self._now_naive = datetime.fromisoformat(str(rows[0][1]))
@@ -600,7 +609,7 @@ class Tx:
         self.check()
         assert not self._closed, "transaction already ended"
         opening = not self._begun
-        batch = self._begin_batch() if opening else []
+        batch = self._begin_batch(explicit=not commit) if opening else []
         batch.extend(self._ops)
         events = self._events
         settled = len(self._ids)
@@ -617,7 +626,7 @@ class Tx:
                 )
             at = len(batch)
             batch.append((statement.sql_name, statement.params))
-        if commit:
+        if commit and self._explicit:
             batch.append((b"COMMIT", None))
         results = self._send(batch) if batch else []
         if opening:
