@@ -12,6 +12,9 @@ On one local server (a throwaway pgserver unless --dsn), in one process, REPEAT 
   p99, first-50 vs last-50 medians, commits per step (pg_stat_database.xact_commit), and
   CPU per step of this process (the client: engine, serde, wire) and of the run's server
   backend (/proc/<pid>/stat; local servers only).
+- paired: one run per era whose step bodies each run one floor INSERT (timed) on their own
+  connection, so steps and floor samples alternate one by one; a step's own overhead = the
+  gap between step bodies minus that body's INSERT, and x_floor = its median / the floor's.
 Ratios are taken inside a round (wfctl median / that round's one-trip floor), so a disk or
 CPU burst from other work on the machine hits both sides; the summary gives min / median /
 max over the rounds, with the load average before and after. DBOS Transact 3.4 (the
@@ -63,6 +66,55 @@ async def many_steps(n: int) -> int:
     return total
 
 
+# The paired measurement: each step body runs one floor INSERT (timed) on a connection of
+# its own, so floor and step share every moment's load; overhead = gap - that INSERT.
+FLOOR: dict[str, Any] = {"conn": None, "times": []}
+
+
+@wf.step
+def with_floor(i: int) -> int:
+    STAMPS.append(time.perf_counter())
+    t0 = time.perf_counter()
+    FLOOR["conn"].execute("INSERT INTO t (a, b) VALUES (%s, %s)", ("x", b"y"))
+    FLOOR["times"].append((time.perf_counter() - t0) * 1000)
+    return i
+
+
+@wf.workflow
+async def paired_steps(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += await with_floor(i)
+    return total
+
+
+def bench_paired(dsn: str, floor_dsn: str, steps: int) -> dict[str, Any]:
+    """Steps and floor INSERTs alternating: step i's body runs floor INSERT i. Returns the
+    medians of the floor, of the gap minus the floor (the step's own overhead), and their
+    ratio."""
+    with (
+        psycopg.connect(dsn, autocommit=True) as conn,
+        psycopg.connect(floor_dsn, autocommit=True) as floor_conn,
+    ):
+        for _ in range(10):
+            floor_conn.execute("INSERT INTO t (a, b) VALUES (%s, %s)", ("x", b"y"))
+        FLOOR["conn"], FLOOR["times"] = floor_conn, []
+        run_id = create(paired_steps, [steps], conn=conn).run_id
+        ex = Executor(wf, Store(conn))
+        STAMPS.clear()
+        done = ex.drive(run_id)
+        ex.close()
+    assert done.status == "completed", done
+    times = FLOOR["times"]
+    own = [(b - a) * 1000 - f for (a, b), f in zip(itertools.pairwise(STAMPS), times, strict=False)]
+    floor_ms = statistics.median(times)
+    return {
+        "floor_median_ms": round(floor_ms, 3),
+        "step_median_ms": round(statistics.median(own), 3),
+        "x_floor": round(statistics.median(own) / floor_ms, 2),
+    }
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -108,11 +160,14 @@ def per_step(before: float | None, after: float | None, n: int) -> float | None:
     return None if before is None or after is None else round((after - before) / n, 3)
 
 
+SESSION_OPTIONS: dict[str, str] = {}  # --no-sync: synchronous_commit=off on every session
+
+
 def make_db(admin: str, name: str) -> str:
     with psycopg.connect(admin, autocommit=True) as c:
         c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         c.execute(f'CREATE DATABASE "{name}"')
-    return psycopg.conninfo.make_conninfo(admin, dbname=name)
+    return psycopg.conninfo.make_conninfo(admin, dbname=name, **SESSION_OPTIONS)
 
 
 def make_world(admin: str, era: str) -> str:
@@ -280,7 +335,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--dsn", help="admin DSN of an existing server (default: pgserver)")
     parser.add_argument("--no-dbos", action="store_true")
+    parser.add_argument(
+        "--no-sync",
+        action="store_true",
+        help="synchronous_commit=off for the floor and wfctl sessions: the commits skip the "
+        "WAL flush wait, so the ratio shows the CPU/round-trip part without the disk "
+        "(not the durable floor; a diagnostic when other work saturates the disk)",
+    )
     args = parser.parse_args()
+    if args.no_sync:
+        SESSION_OPTIONS["options"] = "-c synchronous_commit=off"
     tmp = None
     server = None
     if args.dsn:
@@ -301,6 +365,7 @@ def main() -> None:
             "machine": machine(),
             "server": settings,
             "steps": args.steps,
+            "synchronous_commit_off": args.no_sync,
             "load_average_before": [round(x, 2) for x in os.getloadavg()],
         }
         floor = floor_db(admin)
@@ -315,6 +380,7 @@ def main() -> None:
                 "floor_three_trips": three,
             }
             for era, dsn in worlds.items():
+                rnd[f"paired_{era}"] = bench_paired(dsn, floor, args.steps)
                 rnd[f"wfctl_{era}"] = res = bench_wfctl(dsn, args.steps)
                 res["x_floor_one_trip"] = round(res["median_ms"] / one["median_ms"], 2)
                 res["x_floor_three_trips"] = round(res["median_ms"] / three["median_ms"], 2)
@@ -335,6 +401,13 @@ def main() -> None:
                         "commits_per_step",
                     )
                     if all(r[f"wfctl_{era}"][key] is not None for r in rounds)
+                }
+                for era in worlds
+            },
+            **{
+                f"paired_{era}": {
+                    key: spread([r[f"paired_{era}"][key] for r in rounds])
+                    for key in ("floor_median_ms", "step_median_ms", "x_floor")
                 }
                 for era in worlds
             },
