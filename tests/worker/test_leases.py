@@ -181,7 +181,7 @@ def test_detach_hands_the_run_to_workers_and_adds_the_tables_where_missing(
     prepare(beta_world)
     with beta_world.connect() as conn:  # a database bootstrapped before the worker revision
         conn.execute("DROP TABLE wfctl.run_queue, wfctl.workers")
-        conn.execute("DELETE FROM wfctl.alembic_version WHERE version_num = 'w0004_wfctl_worker'")
+        conn.execute("DELETE FROM wfctl.alembic_version WHERE version_num LIKE 'w000%%_wfctl_%%'")
     status, out, err = run_cli(
         "--dsn",
         beta_world.dsn,
@@ -197,7 +197,7 @@ def test_detach_hands_the_run_to_workers_and_adds_the_tables_where_missing(
     run_id = json.loads(out)["run_id"]
     with beta_world.connect() as conn:
         versions = {r[0] for r in conn.execute("SELECT version_num FROM wfctl.alembic_version")}
-        assert versions == {"w0002_world_beta29", "w0004_wfctl_worker"}
+        assert versions == {"w0002_world_beta29", "w0005_wfctl_worker_workflows"}
         w = workers(beta_world.dsn, "--lease", f"{LEASE}s")
         wait_until(lambda: statuses(conn, [run_id])[run_id] == "completed", 15, "completion")
         assert w.term() == 0

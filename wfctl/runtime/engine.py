@@ -255,6 +255,7 @@ class _Request:
     name: str = ""  # step name or hook token
     input: bytes = b""
     max_retries: int = 0
+    aliases: tuple[str, ...] = ()  # steps: older names of this step a log may hold
     resume_at: datetime | None = None
     metadata: bytes | None = None
     future: asyncio.Future[Any] | None = None
@@ -344,10 +345,12 @@ class Engine:
         self._order.append(req)
         return req
 
-    def call_step(self, name: str, input_bytes: bytes, max_retries: int) -> asyncio.Future[Any]:
+    def call_step(
+        self, name: str, input_bytes: bytes, max_retries: int, aliases: tuple[str, ...] = ()
+    ) -> asyncio.Future[Any]:
         corr = self._next_corr("step")
         fut = self._loop.create_future()
-        self._register(_Request("step", corr, name, input_bytes, max_retries, future=fut))
+        self._register(_Request("step", corr, name, input_bytes, max_retries, aliases, future=fut))
         return fut
 
     def sleep_until(self, resume_at: datetime) -> asyncio.Future[Any]:
@@ -480,7 +483,9 @@ class Engine:
         if req is None:
             return
         name = (event.data or {}).get("stepName")
-        if name != req.name:
+        if name in req.aliases:
+            req.name = name  # a run logged under an older name keeps it (its step row has it)
+        elif name != req.name:
             self._diverge(
                 event, f"the code asked for step {req.name!r} where the log recorded {name!r}:"
             )

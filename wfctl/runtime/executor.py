@@ -34,7 +34,7 @@ import psycopg
 
 from wfctl.runtime import engine as eng
 from wfctl.runtime import serde
-from wfctl.runtime.api import FatalError, RetryableError, WorkflowDef, Workflows
+from wfctl.runtime.registry import FatalError, RetryableError, WorkflowDef, Workflows
 from wfctl.runtime.store import (
     TERMINAL,
     AlreadyExists,
@@ -103,12 +103,16 @@ def create(
     workflow: WorkflowDef,
     args: list[Any],
     *,
+    kwargs: dict[str, Any] | None = None,
     run_id: str | None = None,
     idempotency_key: str | None = None,
     conn: psycopg.Connection[Any] | None = None,
     queue: str | None = None,
 ) -> Created:
-    """Start a run: one transaction (run row, slot marker, run_created[, queue row])."""
+    """Start a run: one transaction (run row, slot marker, run_created[, queue row]).
+
+    The arguments are bound to the workflow's signature first (`ArgumentsError`, nothing
+    written); an existing `run_id` of the same workflow is returned as it is."""
     own = conn is None
     conn = conn or _default_connection(workflow.registry)
     try:
@@ -116,13 +120,13 @@ def create(
         run_id = run_id or ids.prefixed("wrun")
         existing = store.read_run(run_id)
         if existing is not None:
-            if existing.name != workflow.name:
+            if existing.name != workflow.name and existing.name not in workflow.aliases:
                 raise ValueError(f"run {run_id} exists and belongs to workflow {existing.name}")
             return Created(run_id, existing.status, existing=True)
         return store.create_run(
             run_id,
             workflow.name,
-            workflow.encode_input(args),
+            workflow.encode_input(args, kwargs),
             idempotency_key=idempotency_key,
             queue=queue,
         )
@@ -393,7 +397,7 @@ class Executor:
                 delta = ra if isinstance(ra, timedelta) else timedelta(seconds=float(ra))
                 retry_after = datetime.now(UTC) + delta
         else:
-            step = self.registry.steps.get(cmd.step_name)
+            step = self.registry.step_by_name(cmd.step_name)
             if step is not None and step.backoff:
                 delay = step.backoff * 2 ** max(0, res.attempt - 1)
                 retry_after = datetime.now(UTC) + timedelta(seconds=delay)
@@ -405,7 +409,7 @@ class Executor:
         """Run the started steps (concurrently when several); results in finish order."""
         if len(to_run) == 1:
             cmd, attempt = to_run[0]
-            step = self.registry.steps.get(cmd.step_name)
+            step = self.registry.step_by_name(cmd.step_name)
             if step is not None and not step.is_async and step.timeout is None:
                 return [self._run_sync(cmd, attempt)]
         loop = self._aloop or asyncio.new_event_loop()
@@ -425,7 +429,7 @@ class Executor:
 
     def _run_sync(self, cmd: eng.StartStep, attempt: int) -> _Result:
         res = _Result(cmd, attempt)
-        step = self.registry.steps.get(cmd.step_name)
+        step = self.registry.step_by_name(cmd.step_name)
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
@@ -440,7 +444,7 @@ class Executor:
 
     async def _run_async(self, cmd: eng.StartStep, attempt: int) -> _Result:
         res = _Result(cmd, attempt)
-        step = self.registry.steps.get(cmd.step_name)
+        step = self.registry.step_by_name(cmd.step_name)
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")

@@ -31,7 +31,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 WFCTL_HEAD = "w0001_wfctl_schema"
 # wfctl's own branch (label `wfctl`, off w0001): tables in schema `wfctl` only, for either
 # era. A bootstrapped database holds two heads: its era revision and this one.
-WORKER_HEAD = "w0004_wfctl_worker"
+WORKER_HEAD = "w0005_wfctl_worker_workflows"
 ERA_REVISION = {"beta29": "w0002_world_beta29", "slot": "w0003_world_slot"}
 
 
@@ -155,8 +155,8 @@ def ensure_worker_schema(conn: psycopg.Connection[Any]) -> bool:
     """Apply wfctl's own branch (the worker's tables) to a database wfctl has bootstrapped or
     adopted before this revision existed. Touches schema `wfctl` only. Returns whether it
     had to upgrade; refuses a database whose world wfctl does not manage yet."""
-    row = conn.execute("SELECT to_regclass('wfctl.run_queue') IS NOT NULL").fetchone()
-    if row and row[0]:
+    row = conn.execute(sql.load("worker/has_served_names")).fetchone()
+    if row and row[0]:  # the newest revision of wfctl's branch is there
         return False
     world = model.inspect(conn, with_drift=False)
     if not world.has_wfctl:

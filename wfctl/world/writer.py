@@ -116,7 +116,9 @@ class EventWriter:
     """Appends events for one world; `slots` says whether the world has slot markers."""
 
     slots: bool
-    clock: ids.MonotonicUlid = field(default_factory=ids.MonotonicUlid)
+    # The process-wide generator: writers of different slots/threads must never mint one id
+    # twice (ids.MonotonicUlid, "Uniqueness"). Tests may pass their own.
+    clock: ids.MonotonicUlid = field(default=ids.EVENT_ULIDS)
 
     def scheme(self, conn: psycopg.Connection[Any], run_id: str, *, lock: bool = True) -> str:
         """`slot` or `legacy` for this run, read (and the marker share-locked) in the tx.
@@ -233,6 +235,7 @@ class EventWriter:
         first_slot: bool = False,
         floor: str | None = None,
         new_ids: Sequence[str] | None = None,
+        after: str | None = None,
     ) -> BatchStatement:
         """The statement `append_batch` sends (SQL file and parameters), for a caller that
         sends it itself (the runtime's lean pipeline). Same ids, same payload bytes; its rows
@@ -241,7 +244,9 @@ class EventWriter:
         `new_ids`: ids the caller already allocated with `next_event_id` (one per event, in
         order, continuing the run's log from the newest id the caller knows). The statement
         then inserts exactly those ids and raises (aborting the transaction) if the run
-        holds any id at or after the first of them, in both schemes."""
+        holds any id at or after the first of them, in both schemes. With `after` (the newest
+        id the caller has seen, before `new_ids[0]`), it raises if the run holds any id after
+        `after`: the caller's unseen-event check, made by the INSERT itself."""
         if scheme not in ("slot", "legacy"):
             raise ValueError(f"unknown event id scheme {scheme!r}")
         if first_slot and scheme != "slot":
@@ -265,7 +270,7 @@ class EventWriter:
                 "writer/insert_events_with_ids"
                 if self.slots
                 else "writer/insert_events_with_ids_windowed",
-                {**params, "ids": list(new_ids), "min_id": new_ids[0]},
+                {**params, "ids": list(new_ids), "min_id": self._successor(after, new_ids[0])},
                 scheme,
                 len(events),
             )
@@ -284,6 +289,19 @@ class EventWriter:
             len(events),
         )
 
+    @staticmethod
+    def _successor(after: str | None, first: str) -> str:
+        """The smallest id of `after`'s scheme that sorts after `after` (so "an id >= it" is
+        "an id after `after`"), or `first` when `after` is not given."""
+        if after is None:
+            return first
+        slot = ids.event_slot(after)
+        if slot is not None:
+            return ids.slot_event_id(slot + 1)
+        if ids.is_legacy_event_id(after):
+            return ids.LEGACY_EVENT_PREFIX + ids.ulid_text(ids.ulid_value(after[5:]) + 1)
+        raise ValueError(f"{after!r} is not an event id")
+
     def next_event_id(self, scheme: str, after: str | None) -> str:
         """The id of the event that follows `after` (the run's newest event id) in a run's log:
         the next slot for a slot-numbered run (what `insert_events_at_next_slots` computes
@@ -296,7 +314,8 @@ class EventWriter:
             return ids.slot_event_id((slot or 0) + 1)
         if scheme != "legacy":
             raise ValueError(f"unknown event id scheme {scheme!r}")
-        prev = after[5:] if after and ids.is_legacy_event_id(after) else None
+        # `next` validates the floor (and skips parsing it when it is its own last id).
+        prev = after[5:] if after and after.startswith(ids.LEGACY_EVENT_PREFIX) else None
         return ids.LEGACY_EVENT_PREFIX + self.clock.next(after=prev)
 
     def _insert(

@@ -22,7 +22,7 @@ from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
 from wfctl.runtime import executor as ex
-from wfctl.runtime.api import WorkflowDef, Workflows
+from wfctl.runtime.registry import ArgumentsError, WorkflowDef, Workflows, file_module
 from wfctl.runtime.store import Store
 from wfctl.world import model
 
@@ -125,15 +125,28 @@ def load_target(spec: str) -> WorkflowDef:
 
 
 def import_module(module_name: str) -> Any:
-    """A dotted module (from the working directory too) or a path to a .py file."""
+    """A dotted module (from the working directory too) or a path to a .py file.
+
+    A file is loaded under its module path (`registry.file_module`: `pkg/flows.py` in a
+    package directory is `pkg.flows`), the name a dotted import of it would give, so a
+    workflow's name does not depend on which of the two spellings was used."""
     try:
         if module_name.endswith(".py") or "/" in module_name:
             path = Path(module_name).resolve()
-            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            root, dotted = file_module(path)
+            if dotted in sys.modules and getattr(sys.modules[dotted], "__file__", None) == str(
+                path
+            ):
+                return sys.modules[dotted]
+            if "." in dotted:  # its packages, for the file's relative imports
+                if str(root) not in sys.path:
+                    sys.path.insert(0, str(root))
+                importlib.import_module(dotted.rpartition(".")[0])
+            mod_spec = importlib.util.spec_from_file_location(dotted, path)
             if mod_spec is None or mod_spec.loader is None:
                 raise ImportError(f"cannot load {path}")
             module = importlib.util.module_from_spec(mod_spec)
-            sys.modules[path.stem] = module
+            sys.modules[dotted] = module
             mod_spec.loader.exec_module(module)
         else:
             if os.getcwd() not in sys.path:
@@ -145,6 +158,38 @@ def import_module(module_name: str) -> Any:
             hint="rerun with -v for the module's traceback",
         ) from exc
     return module
+
+
+def parse_args(args_json: str | None) -> tuple[list[Any], dict[str, Any] | None]:
+    """ARGS: a JSON array (positional), a JSON object (keyword arguments), or one value (the
+    only positional argument). A workflow whose one parameter takes an object gets it by
+    passing `[{...}]`."""
+    if args_json is None:
+        return [], None
+    try:
+        parsed = json.loads(args_json)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"ARGS is not JSON: {exc}", hint="e.g. '[\"o-1\", 42]'") from None
+    if isinstance(parsed, list):
+        return parsed, None
+    if isinstance(parsed, dict):
+        return [], parsed
+    return [parsed], None
+
+
+def check_arguments(wdef: WorkflowDef, args: list[Any], kwargs: dict[str, Any] | None) -> None:
+    """Bind ARGS to the workflow's signature; a usage error naming its parameters."""
+    try:
+        wdef.bind(args, kwargs)
+    except ArgumentsError as exc:
+        raise _arguments_usage(wdef, exc) from None
+
+
+def _arguments_usage(wdef: WorkflowDef, exc: ArgumentsError) -> UsageError:
+    return UsageError(
+        f"ARGS do not fit {exc}",
+        hint=f"pass a JSON array in parameter order, or an object by name: {wdef.signature}",
+    )
 
 
 def _find(registry: Workflows, name: str) -> WorkflowDef:
@@ -189,7 +234,10 @@ def run_command(
     target: Annotated[str, typer.Argument(metavar="MODULE:WORKFLOW", help="What to run.")],
     args_json: Annotated[
         str | None,
-        typer.Argument(metavar="[ARGS]", help="Arguments as JSON: a list, or one value."),
+        typer.Argument(
+            metavar="[ARGS]",
+            help="Arguments as JSON: an array (by position), an object (by name), or one value.",
+        ),
     ] = None,
     run_id: Annotated[
         str | None, typer.Option("--id", help="Run id (wrun_<ULID>); an existing run resumes.")
@@ -228,10 +276,12 @@ def run_command(
     it stops when the run blocks on a sleep or a hook (resume it later with --id); with
     --detach it only starts the run and, in the same transaction, hands it to the workers
     of --queue (`wfctl worker`). Exit 0 completed (or left running), 2 failed or
-    cancelled, 3 could not start, 1 still running when --timeout expired.
+    cancelled, 3 could not start, 1 still running when --timeout expired, 64 ARGS that do
+    not fit the workflow's parameters (checked before the run is created: nothing written).
 
     [bold]Examples[/bold]
       wfctl run docs/examples/checkout.py:checkout '["order-1"]'
+      wfctl run docs/examples/checkout.py:checkout '{"order_id": "order-1"}'
       wfctl --format json run myapp.flows:checkout '["o-1"]' --wait --timeout 15m
       wfctl run myapp.flows:checkout '["o-1"]' --idempotency-key o-1 --detach
       wfctl run myapp.flows:checkout '["o-2"]' --detach --queue payments
@@ -245,23 +295,24 @@ def run_command(
         raise UsageError("--id and --idempotency-key exclude each other")
     limit = parse_duration(timeout).total_seconds() if timeout else None
     wdef = load_target(target)
-    args: list[Any] = []
-    if args_json:
-        try:
-            parsed = json.loads(args_json)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"ARGS is not JSON: {exc}") from None
-        args = parsed if isinstance(parsed, list) else [parsed]
+    args, kwargs = parse_args(args_json)
+    if args_json is not None or run_id is None:
+        # Before connecting: a run is never created with arguments its workflow cannot take
+        # (`--id` without ARGS may name an existing run, whose input is already stored).
+        check_arguments(wdef, args, kwargs)
     with runtime_store(st, allow_node_peer=allow_node_peer, queue=detach) as store:
         try:
             created = ex.create(
                 wdef,
                 args,
+                kwargs=kwargs,
                 run_id=run_id,
                 idempotency_key=idempotency_key,
                 conn=store.conn,
                 queue=queue if detach else None,
             )
+        except ArgumentsError as exc:  # a new --id run without (enough) ARGS
+            raise _arguments_usage(wdef, exc) from None
         except (ValueError, TypeError) as exc:  # bad input, SerializationError, wrong id
             raise WfctlError(f"could not start the run: {exc}", status=ExitStatus.UNKNOWN) from None
         if created.existing:

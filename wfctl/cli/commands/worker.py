@@ -17,7 +17,7 @@ from wfctl.cli.output import Format
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import UsageError, WfctlError
-from wfctl.runtime.api import WorkflowDef, Workflows
+from wfctl.runtime.registry import WorkflowDef, Workflows
 from wfctl.worker import queue as q
 from wfctl.worker.daemon import Worker, WorkerConfig
 
@@ -106,7 +106,8 @@ def worker_command(
     runs back, exit 0 (a second signal exits at once); SIGKILL is safe.
 
     `wfctl worker status` lists the live workers (host, pid, started, runs held, last
-    heartbeat), the depth of each queue, its oldest ready run and the runs past their lease.
+    heartbeat), the depth of each queue, its oldest ready run, the runs past their lease, and
+    ready runs whose workflow no live worker serves (a worker logs the names it serves).
 
     [bold]Examples[/bold]
       wfctl worker myapp.flows
@@ -214,6 +215,21 @@ def show_status(st: State) -> None:
         title="queues",
         optional=("parked", "scheduled", "past lease"),
     )
+    if report["unserved"]:
+        st.output.table(
+            ["queue", "workflow", "ready runs", "oldest", "waiting"],
+            [
+                [
+                    r["queue"],
+                    r["workflow_name"],
+                    r["runs"],
+                    r["oldest_run"],
+                    f"{r['oldest_age']:.1f}s",
+                ]
+                for r in report["unserved"]
+            ],
+            title="ready runs no live worker serves (start a worker that imports the workflow)",
+        )
     if report["past_lease"]:
         st.output.table(
             ["run", "queue", "workflow", "owner", "overdue"],
