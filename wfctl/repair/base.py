@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg.rows import dict_row
@@ -24,6 +24,11 @@ from wfctl.world.writer import EventWriter
 
 class Refused(Exception):
     """This finding will not be repaired now; the message says why (shown and audited)."""
+
+
+class Superseded(Refused):
+    """Nothing left to do: an earlier repair of the same run, in the same transaction, already
+    healed this finding (a slot-log rewrite heals WF121, WF122 and WF123 at once)."""
 
 
 @dataclass(frozen=True)
@@ -55,9 +60,11 @@ class Action:
     fail_message: str = "wfctl: superseded"  # last_error of the jobs it fails (starts "wfctl:")
     wake_up: bool = False  # enqueue one key-less {runId} wake-up job
     notes: list[str] = field(default_factory=list)
+    rewrite: Rewrite | None = None  # a slot-log rewrite (--allow-rewrite), done first
 
     def describe(self) -> list[str]:
-        out = ["insert slot marker"] if self.marker else []
+        out = self.rewrite.describe() if self.rewrite else []
+        out += ["insert slot marker"] if self.marker else []
         out += [f"append {e.summary()}" for e in self.events]
         if self.fail_jobs:
             out.append(f"permanently fail jobs {self.fail_jobs}")
@@ -76,6 +83,8 @@ class Context:
     writer: EventWriter
     task: str
     run: dict[str, Any]
+    allow_rewrite: bool = False  # --allow-rewrite: a repair may renumber the run's event ids
+    rewritten: str = ""  # the code whose repair rewrote this run's log in this transaction
 
     def row(self, name: str, **params: Any) -> dict[str, Any]:
         """`repair/lock_<name>` on apply, `repair/read_<name>` on a dry run; Refused if gone."""
@@ -102,6 +111,15 @@ class Context:
 def utc(value: datetime | None) -> datetime | None:
     """JS-written timestamp columns hold UTC wall time without a zone: attach it."""
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+class Rewrite(Protocol):
+    """A repair step that rewrites a run's log (wfctl.repair.slotlog): describes itself for
+    the plan and the audit, and applies itself inside the repair transaction."""
+
+    def describe(self) -> list[str]: ...
+
+    def apply(self, ctx: Context) -> list[str]: ...
 
 
 class Repair:

@@ -57,7 +57,12 @@ def repair(
         bool, typer.Option("--force-min-age", help="Allow --min-age below 1 minute.")
     ] = False,
     allow_rewrite: Annotated[
-        bool, typer.Option("--allow-rewrite", help="Allow renumbering repairs (WF121b/122/123).")
+        bool,
+        typer.Option(
+            "--allow-rewrite",
+            help="Let WF121/WF122/WF123 renumber a slot run's event ids (ids only; payloads, "
+            "types, correlation ids and times are kept; never deletes an event).",
+        ),
     ] = False,
     job_prefix: Annotated[
         str,
@@ -104,11 +109,6 @@ def repair(
         )
     if apply and not (reason and reason.strip()):
         raise UsageError("--apply needs --reason TEXT (it is kept in the audit log)")
-    if allow_rewrite:
-        raise RefusedError(
-            "--allow-rewrite (renumbering slot runs) is not available in this version",
-            hint="WF122/WF123 and the restart variant of WF121 are reported, not repaired",
-        )
     options = runner.RepairOptions(
         min_age=age,
         only=tuple(c.strip().upper() for item in only or () for c in item.split(",") if c),
@@ -117,6 +117,7 @@ def repair(
         limit=limit,
         job_prefix=job_prefix,
         workers=jobs,
+        allow_rewrite=allow_rewrite,
     )
     with connect(st.target, autocommit=True) as conn:
         try:
