@@ -16,6 +16,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from wfctl import sql
+from wfctl.doctor import specs
 from wfctl.doctor.base import Finding
 from wfctl.world import codec
 from wfctl.world.model import World
@@ -98,6 +99,14 @@ class Context:
     def fetch(self, name: str, **params: Any) -> list[dict[str, Any]]:
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(sql.load(name), {"run_id": self.run["id"], **params}).fetchall()
+
+    def refuse_row_heal(self, code: str) -> None:
+        """On a spec >= 9 run the log is authoritative: the package no longer gates writes on
+        step/wait/hook rows, so a row "without its event" is not a wedge and appending the
+        event would change history the runtime already folded. Refused, whatever found it."""
+        spec = specs.parse(self.run.get("spec_version"))
+        if code in specs.ROW_CHECKS and specs.log_authoritative(spec):
+            raise Refused(f"spec {spec} run: its log is authoritative, rows are never healed")
 
     def run_spec_version(self) -> int | None:
         """The spec version the run's events carry (else the run's own), for appended events."""

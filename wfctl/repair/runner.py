@@ -297,6 +297,7 @@ def _plan_run(
             return [Item(f, "refused", str(exc)) for f in findings]
         for finding in findings:
             try:
+                ctx.refuse_row_heal(finding.code)
                 action = registry.BY_CODE[finding.code].plan(ctx, finding)
                 scheme = ""
                 if action.events:
@@ -395,6 +396,7 @@ def _apply_one(
     scope = ctx.conn.transaction() if savepoint else contextlib.nullcontext()
     try:
         with scope:
+            ctx.refuse_row_heal(finding.code)
             action = registry.BY_CODE[finding.code].plan(ctx, finding)
             _recheck(ctx, options, finding)
             written = _execute(ctx, action)
