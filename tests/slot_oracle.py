@@ -139,6 +139,15 @@ def replay(conn: psycopg.Connection[Any], run_id: str) -> list[OracleEvent]:
     return events
 
 
+def replay_refusal(conn: psycopg.Connection[Any], run_id: str) -> str:
+    """The refusal `replay` raises for this run, or "" when the runtime would read it."""
+    try:
+        replay(conn, run_id)
+    except OracleError as exc:
+        return str(exc)
+    return ""
+
+
 def allocate_event_id(conn: psycopg.Connection[Any], run_id: str) -> str | None:
     """`allocateEventId`: None means "the slot expression" (marker present, plain read)."""
     marked = conn.execute(
