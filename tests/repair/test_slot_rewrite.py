@@ -9,6 +9,7 @@ written by SQL, reproducing the foreign bug, as each helper says.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -191,15 +192,40 @@ def verdict(db: Db, run_id: str) -> str:
     return "ok"
 
 
+@dataclass(frozen=True)
+class Shapes:
+    """One run of every shape, plus the ids a test follows inside some of them."""
+
+    started: str
+    started_wevt: str
+    tail: str
+    tail_step: str
+    restart: str
+    restart_step: str
+    hole7: str
+    hole6: str
+    slot_one: str
+    legacy: str
+    fine: str
+
+
+def build_shapes(db: Db) -> Shapes:
+    with db.connect() as conn:
+        started, started_wevt = poisoned_run_started(conn)
+        tail, tail_step = poisoned_tail(conn)
+        restart, restart_step = restart_shape(conn)
+        return Shapes(
+            started, started_wevt, tail, tail_step, restart, restart_step,
+            holed(conn, 7), holed(conn, 6), foreign_slot_one(conn), legacy_restart(conn),
+            healthy(conn),
+        )  # fmt: skip
+
+
 def test_oracle_refuses_each_damaged_shape(slot_world) -> None:
     """The oracle is a judge only if it fails what the package fails."""
-    with slot_world.connect() as conn:
-        started, _ = poisoned_run_started(conn)
-        tail, _ = poisoned_tail(conn)
-        restart, _ = restart_shape(conn)
-        hole7, hole6 = holed(conn, 7), holed(conn, 6)
-        slot_one = foreign_slot_one(conn)
-        fine = healthy(conn)
+    sh = build_shapes(slot_world)
+    started, tail, restart, hole7, hole6 = sh.started, sh.tail, sh.restart, sh.hole7, sh.hole6
+    slot_one, fine = sh.slot_one, sh.fine
     assert verdict(slot_world, started).startswith("Event id is not slot-numbered: wevt_")
     assert verdict(slot_world, tail).startswith("Event id is not slot-numbered: wevt_")
     assert "does not start with run_created" in verdict(slot_world, restart)
@@ -212,14 +238,10 @@ def test_oracle_refuses_each_damaged_shape(slot_world) -> None:
 
 
 def test_apply_all_allow_rewrite_heals_every_shape(slot_world, apply, repair, doctor_json) -> None:
-    with slot_world.connect() as conn:
-        started, started_wevt = poisoned_run_started(conn)
-        tail, tail_step = poisoned_tail(conn)
-        restart, restart_step = restart_shape(conn)
-        hole7, hole6 = holed(conn, 7), holed(conn, 6)
-        slot_one = foreign_slot_one(conn)
-        legacy = legacy_restart(conn)
-        fine = healthy(conn)
+    sh = build_shapes(slot_world)
+    started, started_wevt, tail, tail_step = sh.started, sh.started_wevt, sh.tail, sh.tail_step
+    restart, restart_step, hole7, hole6 = sh.restart, sh.restart_step, sh.hole7, sh.hole6
+    slot_one, legacy, fine = sh.slot_one, sh.legacy, sh.fine
     rewritten = (started, tail, restart, hole6, slot_one)
     before = {r: snapshot(slot_world, r) for r in (*rewritten, hole7, legacy, fine)}
     fine_log = log(slot_world, fine)
@@ -336,14 +358,25 @@ def test_a_run_with_a_running_job_is_refused(slot_world, apply) -> None:
             " created_at timestamptz DEFAULT now(), last_error text);"
             " INSERT INTO graphile_worker._private_tasks VALUES (1, 'workflow_flows')"
         )
-        body = f'{{"runId": "{run_id}"}}'.encode().hex()
-        conn.execute(
-            "INSERT INTO graphile_worker._private_jobs (id, task_id, payload, locked_at, locked_by)"
-            " VALUES (1, 1, json_build_object('data', encode(decode(%s, 'hex'), 'base64')),"
-            " now(), 'worker-live')",
-            (body,),
-        )
+        waiting, _ = poisoned_tail(conn)  # its job waits for a retry: not running
+        for job_id, run, locked in ((1, run_id, "now()"), (2, waiting, "NULL")):
+            body = f'{{"runId": "{run}"}}'.encode().hex()
+            conn.execute(
+                "INSERT INTO graphile_worker._private_jobs (id, task_id, payload, locked_at,"
+                " locked_by) VALUES (%s, 1, json_build_object('data', encode(decode(%s, 'hex'),"
+                f" 'base64')), {locked}, CASE WHEN {locked} IS NULL THEN NULL ELSE 'worker-live'"
+                " END)",
+                (job_id, body),
+            )
     before = log(slot_world, run_id)
     status, report = apply(slot_world, "--allow-rewrite", "--only", "WF122")
-    assert status == 2 and "worker-live" in report["items"][0]["reason"]
+    by_run = {i["run_id"]: i for i in report["items"]}
+    assert status == 2 and "worker-live" in by_run[run_id]["reason"]
     assert log(slot_world, run_id) == before
+    # The waiting job was held for the rewrite's transaction, then left as it was.
+    assert by_run[waiting]["outcome"] == "applied"
+    with slot_world.connect() as conn:
+        oracle.check_run(conn, waiting)
+        job = conn.execute("SELECT locked_at, attempts FROM graphile_worker._private_jobs"
+                           " WHERE id = 2").fetchone()  # fmt: skip
+    assert job == (None, 0)

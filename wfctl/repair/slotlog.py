@@ -29,7 +29,8 @@ from datetime import datetime
 from typing import Any
 
 from wfctl import sql
-from wfctl.repair.base import Action, Context, Refused, Superseded
+from wfctl.doctor.base import Finding
+from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
 from wfctl.world import ids
 from wfctl.world.writer import PositionTaken
 
@@ -243,3 +244,16 @@ def plan(
     if not ctx.lock:
         ctx.rewritten = code  # a dry run: the plan of the next finding assumes this one done
     return Action(rewrite=SlotRewrite(code, slot_plan, not marked, run_created, spec))
+
+
+class SlotLogRepair(Repair):
+    """WF122 and WF123: the finding names the symptom; the remedy is the same whole-log
+    rewrite (WF121 builds on `plan` too, adding the run_created it rebuilds)."""
+
+    rewrites = True
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def plan(self, ctx: Context, finding: Finding) -> Action:
+        return plan(ctx, self.code)
