@@ -47,7 +47,7 @@ SELECT CASE WHEN n <= %(half)s THEN 'evnt_' || lpad(n::text, 26, '0')
        CASE WHEN n = 1 THEN NULL ELSE 'step_' || n END,
        'wrun_BENCH' || lpad(r::text, 21, '0'),
        decode(repeat('ab', 64), 'hex'), 7,
-       localtimestamp - interval '2 hours' + make_interval(secs => n)
+       localtimestamp - interval '4 hours' + make_interval(secs => n / 10.0)
 FROM generate_series(1, %(runs)s) r, generate_series(1, %(events)s) n;
 """
 BULK = """
@@ -117,6 +117,10 @@ def main() -> None:
         )  # fmt: skip
         report = json.loads(done.stdout)
         applied = sum(1 for i in report["items"] if i["outcome"] == "applied")
+        for reason in sorted({i["reason"] for i in report["items"] if i["outcome"] != "applied"}):
+            print(f"not applied: {reason}")
+        if not applied:
+            return
         hold = report["lock_hold_ms"]
         moved = applied * (args.events - half)
         print(

@@ -1,4 +1,4 @@
--- place_event_ids: second half of a renumbering (see park_event_ids): every parked id of the
+-- place_event_ids: last step of a renumbering (see move_event_ids): every parked id of the
 -- run takes its final slot id.
 -- params: run_id
 UPDATE workflow.workflow_events e

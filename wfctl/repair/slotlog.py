@@ -35,6 +35,7 @@ from wfctl.world import ids
 from wfctl.world.writer import PositionTaken
 
 FILLER_TYPE = "noop"
+PARK_PREFIX = "wfctl_park_"  # repair/place_event_ids strips exactly this prefix
 SEALED_LOG_SPEC = 7  # spec 7: a position whose writer died holds a `noop`
 SLOT_IDENTITY_SPEC = 6  # spec 6: the runtime reads the run's events as slots
 REWRITE_HINT = "renumbers the run's event ids: rerun with --allow-rewrite (docs/checks.md)"
@@ -174,6 +175,29 @@ class SlotRewrite:
         out += [f"fill hole {ids.slot_event_id(n)} with {FILLER_TYPE}" for n in self.plan.fillers]
         return [*out, "guard: run's queue jobs held FOR UPDATE; refused while one is running"]
 
+    def _move(self, ctx: Context) -> None:
+        """Park the moves whose new id another event still holds, move the others directly,
+        then place the parked ones (repair/move_event_ids); Refused if a row went missing."""
+        held = {old for old, _ in self.plan.moves}
+        parked = [(old, new) for old, new in self.plan.moves if new in held]
+        direct = [(old, new) for old, new in self.plan.moves if new not in held]
+        moved = 0
+        for prefix, moves in ((PARK_PREFIX, parked), ("", direct)):
+            if moves:
+                params = {
+                    "run_id": ctx.run["id"],
+                    "prefix": prefix,
+                    "old_ids": [old for old, _ in moves],
+                    "new_ids": [new for _, new in moves],
+                }
+                rows = ctx.conn.execute(sql.load("repair/move_event_ids"), params).fetchall()
+                moved += len(rows)
+        if parked:
+            placed = ctx.conn.execute(sql.load("repair/place_event_ids"), {"run_id": ctx.run["id"]})
+            moved -= len(parked) - len(placed.fetchall())
+        if moved != len(self.plan.moves):
+            raise Refused("state moved: the run's events changed under the rewrite")
+
     def apply(self, ctx: Context) -> list[str]:
         """Write the rewrite in a savepoint; Refused (and nothing kept) on any surprise."""
         run_id = ctx.run["id"]
@@ -190,15 +214,7 @@ class SlotRewrite:
             if self.marker:
                 insert_marker(ctx)
             if self.plan.moves:
-                params = {
-                    "run_id": run_id,
-                    "old_ids": [old for old, _ in self.plan.moves],
-                    "new_ids": [new for _, new in self.plan.moves],
-                }
-                parked = ctx.conn.execute(sql.load("repair/park_event_ids"), params).fetchall()
-                placed = ctx.conn.execute(sql.load("repair/place_event_ids"), params).fetchall()
-                if len(parked) != len(self.plan.moves) or len(placed) != len(parked):
-                    raise Refused("state moved: the run's events changed under the rewrite")
+                self._move(ctx)
                 written += [new for _, new in self.plan.moves]
             try:
                 if self.plan.run_created_at_one:
