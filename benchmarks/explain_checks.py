@@ -38,6 +38,8 @@ from wfctl.doctor.runner import DoctorOptions  # noqa: E402
 # live-only tables (waits, hooks), the queue or the catalog and plan the same either way.
 HISTORY_CHECKS = {"WF101", "WF111", "WF113", "WF121", "WF122", "WF123", "WF141"}
 OUTPUT = ROOT / "docs" / "checks.md"
+# Prose that belongs to no single check (slot-log rewrites, spec versions), appended verbatim.
+APPENDIX = Path(__file__).resolve().parent / "checks_appendix.md"
 
 
 def explain(
@@ -197,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         if not plans:
             plans.append(("(no slot-era world given: no plan)", ""))
         out += section(check, plans)
+    out += APPENDIX.read_text(encoding="utf-8").splitlines()
     args.output.write_text("\n".join(out).rstrip() + "\n", encoding="utf-8")
     print(f"wrote {args.output}")
     for conn in conns.values():

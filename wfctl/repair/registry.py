@@ -1,14 +1,30 @@
 """Every repair by code, in the order a run's repairs are applied: creation first (WF121),
+then the slot-log rewrites (WF122, WF123: the appends below need a log the writer can number),
 then missing creation events, then completions, then the queue (which must see the log
 already healed)."""
 
 from __future__ import annotations
 
-from wfctl.repair import wf101, wf102, wf103, wf111, wf112, wf113, wf121, wf131, wf132, wf133
+from wfctl.repair import (
+    wf101,
+    wf102,
+    wf103,
+    wf111,
+    wf112,
+    wf113,
+    wf121,
+    wf122,
+    wf123,
+    wf131,
+    wf132,
+    wf133,
+)
 from wfctl.repair.base import Repair
 
 ORDER: tuple[Repair, ...] = (
     wf121.REPAIR,
+    wf122.REPAIR,
+    wf123.REPAIR,
     wf101.REPAIR,
     wf102.REPAIR,
     wf103.REPAIR,
@@ -22,8 +38,6 @@ ORDER: tuple[Repair, ...] = (
 BY_CODE = {r.code: r for r in ORDER}
 # Detected but never repaired automatically: the reason is printed instead.
 REPORT_ONLY = {
-    "WF122": "renumbering a slot run (--allow-rewrite) is not available in this version",
-    "WF123": "renumbering a slot run (--allow-rewrite) is not available in this version",
     "WF134": "report only: read the job's last_error; WF133 re-wakes the run",
     "WF141": "report only: see `wfctl doctor --explain WF141`",
     "WF151": "report only: see `wfctl doctor --explain WF151`",

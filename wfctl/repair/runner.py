@@ -37,8 +37,9 @@ from wfctl.connection.db import read_only
 from wfctl.doctor import registry as checks_registry
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
-from wfctl.repair import registry
-from wfctl.repair.base import Action, Context, Refused
+from wfctl.errors import RefusedError
+from wfctl.repair import registry, slotlog
+from wfctl.repair.base import Action, Context, Refused, Superseded
 from wfctl.world import ids
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
@@ -55,6 +56,7 @@ class RepairOptions:
     limit: int = 1000
     job_prefix: str = "workflow_"
     workers: int = 4  # runs repaired in parallel, one connection each
+    allow_rewrite: bool = False  # slot-log rewrites (renumbering) may run
 
     @property
     def task(self) -> str:
@@ -276,7 +278,7 @@ def _context(
         run = cur.execute(query, {"run_id": run_id}).fetchone()
     if run is None:
         raise Refused("state moved: the run row is gone")
-    return Context(conn, lock, world, writer, options.task, run)
+    return Context(conn, lock, world, writer, options.task, run, options.allow_rewrite)
 
 
 def _plan_run(
@@ -295,12 +297,18 @@ def _plan_run(
             return [Item(f, "refused", str(exc)) for f in findings]
         for finding in findings:
             try:
+                ctx.refuse_row_heal(finding.code)
                 action = registry.BY_CODE[finding.code].plan(ctx, finding)
-                scheme = writer.scheme(conn, run_id, lock=False) if action.events else ""
+                scheme = ""
+                if action.events:
+                    rewritten = f"slot (after the {ctx.rewritten} rewrite)" if ctx.rewritten else ""
+                    scheme = rewritten or writer.scheme(conn, run_id, lock=False)
                 guards = _guards(finding, world)
                 lines = action.describe() + ([f"id scheme: {scheme}"] if scheme else []) + guards
                 items.append(Item(finding, "planned", actions=lines))
-            except Refused as exc:
+            except Superseded as exc:
+                items.append(Item(finding, "skipped", str(exc)))
+            except (Refused, RefusedError) as exc:
                 items.append(Item(finding, "refused", str(exc)))
     return items
 
@@ -388,6 +396,7 @@ def _apply_one(
     scope = ctx.conn.transaction() if savepoint else contextlib.nullcontext()
     try:
         with scope:
+            ctx.refuse_row_heal(finding.code)
             action = registry.BY_CODE[finding.code].plan(ctx, finding)
             _recheck(ctx, options, finding)
             written = _execute(ctx, action)
@@ -395,7 +404,9 @@ def _apply_one(
             return Item(
                 finding, "applied", actions=action.describe(), event_ids=written, audit_id=audit
             )
-    except Refused as exc:
+    except Superseded as exc:
+        return Item(finding, "skipped", str(exc))
+    except (Refused, RefusedError) as exc:  # RefusedError: the writer met a mixed-scheme log
         return Item(finding, "refused", str(exc))
     except AlreadyExists as exc:
         return Item(finding, "refused", f"state moved: the event exists now ({exc.event_id})")
@@ -417,9 +428,9 @@ def _recheck(ctx: Context, options: RepairOptions, finding: Finding) -> None:
 
 def _execute(ctx: Context, action: Action) -> list[str]:
     run_id = ctx.run["id"]
-    written: list[str] = []
+    written: list[str] = action.rewrite.apply(ctx) if action.rewrite else []
     if action.marker:
-        ctx.conn.execute(sql.load("repair/insert_slot_marker"), {"run_id": run_id})
+        slotlog.insert_marker(ctx)
     for event in action.events:
         result = ctx.writer.append(
             ctx.conn,

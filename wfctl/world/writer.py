@@ -318,6 +318,32 @@ class EventWriter:
         prev = after[5:] if after and after.startswith(ids.LEGACY_EVENT_PREFIX) else None
         return ids.LEGACY_EVENT_PREFIX + self.clock.next(after=prev)
 
+    def insert_at_slot(
+        self,
+        conn: psycopg.Connection[Any],
+        run_id: str,
+        slot: int,
+        event_type: str,
+        event_data: dict[str, Any] | None,
+        spec_version: int | None,
+    ) -> Written:
+        """Insert one event at a chosen, free slot of a slot-numbered run: a rebuilt
+        run_created at slot 1 or a `noop` filler in a hole (the slot-log rewrite of
+        wfctl.repair.slotlog, which has already made the position free). `PositionTaken` if
+        a concurrent writer holds it."""
+        params = {
+            "run_id": run_id,
+            "id": ids.slot_event_id(slot),
+            "type": event_type,
+            "correlation_id": None,
+            "payload_cbor": codec.encode(event_data) if event_data is not None else None,
+            "spec_version": spec_version,
+        }
+        row = conn.execute(sql.load("writer/insert_event_with_id"), params).fetchone()
+        if row is None:
+            raise PositionTaken(f"slot {slot} of run {run_id} is taken")
+        return Written(str(row[0]), row[1], "slot")
+
     def _insert(
         self,
         conn: psycopg.Connection[Any],

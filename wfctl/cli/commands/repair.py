@@ -59,9 +59,8 @@ def repair(
         bool,
         typer.Option(
             "--allow-rewrite",
-            help="Reserved for renumbering repairs (WF122, WF123, WF121's restart variant):"
-            " today it is refused (exit 2) and nothing is written; those codes are reported"
-            " only.",
+            help="Let WF121/WF122/WF123 renumber a slot run's event ids (ids only; payloads, "
+            "types, correlation ids and times are kept; never deletes an event).",
         ),
     ] = False,
     job_prefix: Annotated[
@@ -111,11 +110,6 @@ def repair(
         )
     if apply and not (reason and reason.strip()):
         raise UsageError("--apply needs --reason TEXT (it is kept in the audit log)")
-    if allow_rewrite:
-        raise RefusedError(
-            "--allow-rewrite (renumbering slot runs) is not available in this version",
-            hint="WF122/WF123 and the restart variant of WF121 are reported, not repaired",
-        )
     options = runner.RepairOptions(
         min_age=age,
         only=tuple(c.strip().upper() for item in only or () for c in item.split(",") if c),
@@ -124,6 +118,7 @@ def repair(
         limit=limit,
         job_prefix=job_prefix,
         workers=jobs,
+        allow_rewrite=allow_rewrite,
     )
     with connect(st.target, autocommit=True) as conn:
         try:
