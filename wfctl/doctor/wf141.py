@@ -6,6 +6,12 @@ CHECK = Check(
     code="WF141",
     title="unconsumable event log",
     severity=Severity.CRITICAL,
+    upstream_rules=(
+        "run.created-once",
+        "step.terminal-once",
+        "wait.completed-once",
+        "step.no-restart-after-terminal",
+    ),
     remedy="report only: see `wfctl doctor --explain WF141` for the manual procedure",
     explanation=Explanation(
         meaning="The log holds something no replay can consume: a second terminal event for "
