@@ -36,6 +36,7 @@ class NewEvent:
     spec_version: int | None
     first_slot: bool = False  # a slot run's run_created at slot 1 (with its marker)
     legacy_id: str | None = None  # a chosen position in a legacy run
+    created_at: datetime | None = None  # with legacy_id: between its neighbours' (replay clock)
 
     def summary(self) -> str:
         keys = ", ".join(f"{k}={codec.describe(v, 24)}" for k, v in (self.data or {}).items())

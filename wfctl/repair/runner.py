@@ -430,6 +430,7 @@ def _execute(ctx: Context, action: Action) -> list[str]:
             event.spec_version,
             first_slot=event.first_slot,
             legacy_id=event.legacy_id,
+            created_at=event.created_at,
         )
         written.append(result.id)
     if action.fail_jobs:
