@@ -4,7 +4,7 @@ already healed)."""
 
 from __future__ import annotations
 
-from wfctl.repair import wf101, wf102, wf103, wf111, wf112, wf113, wf121, wf131, wf132, wf133
+from wfctl.repair import wf101, wf102, wf103, wf104, wf111, wf112, wf113, wf121, wf131, wf132, wf133
 from wfctl.repair.base import Repair
 
 ORDER: tuple[Repair, ...] = (
@@ -12,6 +12,7 @@ ORDER: tuple[Repair, ...] = (
     wf101.REPAIR,
     wf102.REPAIR,
     wf103.REPAIR,
+    wf104.REPAIR,
     wf111.REPAIR,
     wf112.REPAIR,
     wf113.REPAIR,
@@ -26,5 +27,12 @@ REPORT_ONLY = {
     "WF123": "renumbering a slot run (--allow-rewrite) is not available in this version",
     "WF134": "report only: read the job's last_error; WF133 re-wakes the run",
     "WF141": "report only: see `wfctl doctor --explain WF141`",
+    "WF142": "informational: both runtimes replay a hook received before its creation",
+    "WF143": "report only: see `wfctl doctor --explain WF143`",
+    "WF144": "report only: which run keeps the token is the operator's choice (--explain WF144)",
+    "WF145": "report only: see `wfctl doctor --explain WF145`",
+    "WF146": "report only: the step ran again; audit its side effects (--explain WF146)",
+    "WF147": "report only: see `wfctl doctor --explain WF147`",
+    "WF148": "report only: which of row and log is right cannot be known (--explain WF148)",
     "WF151": "report only: see `wfctl doctor --explain WF151`",
 }

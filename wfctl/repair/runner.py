@@ -433,6 +433,11 @@ def _execute(ctx: Context, action: Action) -> list[str]:
             created_at=event.created_at,
         )
         written.append(result.id)
+    for name, params in action.deletes:
+        gone = ctx.conn.execute(sql.load(name), {"run_id": run_id, **params}).fetchall()
+        if len(gone) != 1:
+            raise Refused(f"state moved: {name.rpartition('/')[2]} deleted {len(gone)} rows")
+        written.append(f"row:{gone[0][0]}:deleted")
     if action.fail_jobs:
         failed = ctx.conn.execute(
             sql.load("repair/fail_jobs"),
@@ -468,7 +473,7 @@ def _audit(ctx: Context, finding: Finding, reason: str, action: Action, written:
             "code": finding.code,
             "run_id": ctx.run["id"],
             "entity_id": finding.entity_id,
-            "event_ids": [w for w in written if not w.startswith("job:")],
+            "event_ids": [w for w in written if not w.startswith(("job:", "row:"))],
             "details": Jsonb(
                 {"actions": action.describe(), "written": written, "finding": finding.detail}
             ),
