@@ -33,7 +33,7 @@ def test_leftover_hook_row_of_a_finished_run_is_deleted(world, real_world, apply
         run_id, hook_id = hook_row_outlives_its_run(world, conn)
     status, report = apply(real_world, "--only", "WF104")
     assert status == 0 and outcomes(report) == {"WF104": ["applied"]}, report
-    assert report["items"][0]["event_ids"] == [f"row:{hook_id}:deleted"]
+    assert report["items"][0]["event_ids"] == [f"row:{hook_id}:delete_leftover_hook"]
     with real_world.connect() as conn:
         left = conn.execute(
             "SELECT count(*) FROM workflow.workflow_hooks WHERE run_id = %s", (run_id,)

@@ -55,9 +55,10 @@ class Action:
     fail_jobs: list[int] = field(default_factory=list)
     fail_message: str = "wfctl: superseded"  # last_error of the jobs it fails (starts "wfctl:")
     wake_up: bool = False  # enqueue one key-less {runId} wake-up job
-    # Rows to delete: (sql name, params); each statement must delete exactly one row (else
-    # the state moved and the repair is refused). WF104's leftover hook / wait rows.
-    deletes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Row changes, in order: (sql name, params); each statement must change exactly one row
+    # and return it (else the state moved and the repair is refused). WF104's leftover rows,
+    # the revival's re-minted id, deleted run_failed and reopened run.
+    row_changes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def describe(self) -> list[str]:
@@ -65,7 +66,7 @@ class Action:
         out += [f"append {e.summary()}" for e in self.events]
         if self.fail_jobs:
             out.append(f"permanently fail jobs {self.fail_jobs}")
-        out += [f"delete ({name.rpartition('/')[2]} {params})" for name, params in self.deletes]
+        out += [f"{name.rpartition('/')[2]} {params}" for name, params in self.row_changes]
         if self.wake_up:
             out.append("enqueue one {runId} wake-up job")
         return out + self.notes

@@ -46,7 +46,7 @@ def place_terminal(
         f"{dependent} was written after the lost {event.type} and may depend on it: "
         "appended after it, the replay would stop at it"
     )
-    legacy_id = _between(ctx, row["previous_id"], row["dependent_id"], why)
+    legacy_id = id_between(ctx, row["previous_id"], row["dependent_id"], why)
     placed = dataclasses.replace(event, legacy_id=legacy_id, created_at=row["placed_at"])
     return placed, [f"placed before {dependent} (written after the completion), not appended"]
 
@@ -64,12 +64,12 @@ def place_creation(ctx: Context, event: NewEvent) -> tuple[NewEvent, list[str]]:
         f"the entity's log already ends (terminal event after {first}): a {event.type} after "
         "it would be offered to no consumer"
     )
-    legacy_id = _between(ctx, row["previous_id"], first, why)
+    legacy_id = id_between(ctx, row["previous_id"], first, why)
     placed = dataclasses.replace(event, legacy_id=legacy_id, created_at=row["first_created_at"])
     return placed, [f"placed before the entity's first event {first}, not appended"]
 
 
-def _between(ctx: Context, before: str | None, after: str, why: str) -> str:
+def id_between(ctx: Context, before: str | None, after: str, why: str) -> str:
     """A fresh `wevt_` id sorting strictly between two events of a legacy run; else Refused."""
     scheme = ctx.writer.scheme(ctx.conn, ctx.run["id"], lock=ctx.lock)
     if scheme != "legacy":

@@ -4,7 +4,20 @@ already healed)."""
 
 from __future__ import annotations
 
-from wfctl.repair import wf101, wf102, wf103, wf104, wf111, wf112, wf113, wf121, wf131, wf132, wf133
+from wfctl.repair import (
+    wf101,
+    wf102,
+    wf103,
+    wf104,
+    wf111,
+    wf112,
+    wf113,
+    wf121,
+    wf131,
+    wf132,
+    wf133,
+    wf141,
+)
 from wfctl.repair.base import Repair
 
 ORDER: tuple[Repair, ...] = (
@@ -36,3 +49,12 @@ REPORT_ONLY = {
     "WF148": "report only: which of row and log is right cannot be known (--explain WF148)",
     "WF151": "report only: see `wfctl doctor --explain WF151`",
 }
+# Rewrites of history an operator opts into with --allow-revive (otherwise report only).
+REVIVALS: dict[str, Repair] = {"WF141": wf141.REPAIR}
+
+
+def repair_for(code: str, allow_revive: bool = False) -> Repair | None:
+    """The repair that handles `code` (a revival only when allowed), or None."""
+    if allow_revive and code in REVIVALS:
+        return REVIVALS[code]
+    return BY_CODE.get(code)

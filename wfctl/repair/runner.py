@@ -38,7 +38,7 @@ from wfctl.doctor import registry as checks_registry
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
 from wfctl.repair import registry
-from wfctl.repair.base import Action, Context, Refused
+from wfctl.repair.base import Action, Context, Refused, Repair
 from wfctl.world import ids
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
@@ -55,6 +55,7 @@ class RepairOptions:
     limit: int = 1000
     job_prefix: str = "workflow_"
     workers: int = 4  # runs repaired in parallel, one connection each
+    allow_revive: bool = False  # opt-in rewrites of a failed run's history (registry.REVIVALS)
 
     @property
     def task(self) -> str:
@@ -172,7 +173,7 @@ def repair(
     for run_id, group in groupby(findings, key=lambda f: f.run_id):
         todo = []
         for finding in group:
-            skip = _skip_reason(finding, world)
+            skip = _skip_reason(finding, world, options)
             if skip:
                 report.items.append(Item(finding, "skipped", skip))
             else:
@@ -253,8 +254,9 @@ def _scoped(options: RepairOptions, run_ids: list[str]) -> RepairOptions:
     )
 
 
-def _skip_reason(finding: Finding, world: World) -> str:
-    if finding.code in registry.REPORT_ONLY:
+def _skip_reason(finding: Finding, world: World, options: RepairOptions) -> str:
+    revivable = options.allow_revive and finding.code in registry.REVIVALS
+    if finding.code in registry.REPORT_ONLY and not revivable:
         return registry.REPORT_ONLY[finding.code]
     if finding.in_flight:
         return "too young: younger than --min-age, its original write may still be landing"
@@ -295,7 +297,7 @@ def _plan_run(
             return [Item(f, "refused", str(exc)) for f in findings]
         for finding in findings:
             try:
-                action = registry.BY_CODE[finding.code].plan(ctx, finding)
+                action = _repair(options, finding).plan(ctx, finding)
                 scheme = writer.scheme(conn, run_id, lock=False) if action.events else ""
                 guards = _guards(finding, world)
                 lines = action.describe() + ([f"id scheme: {scheme}"] if scheme else []) + guards
@@ -388,7 +390,7 @@ def _apply_one(
     scope = ctx.conn.transaction() if savepoint else contextlib.nullcontext()
     try:
         with scope:
-            action = registry.BY_CODE[finding.code].plan(ctx, finding)
+            action = _repair(options, finding).plan(ctx, finding)
             _recheck(ctx, options, finding)
             written = _execute(ctx, action)
             audit = _audit(ctx, finding, reason, action, written)
@@ -399,6 +401,12 @@ def _apply_one(
         return Item(finding, "refused", str(exc))
     except AlreadyExists as exc:
         return Item(finding, "refused", f"state moved: the event exists now ({exc.event_id})")
+
+
+def _repair(options: RepairOptions, finding: Finding) -> Repair:
+    found = registry.repair_for(finding.code, options.allow_revive)
+    assert found is not None, finding.code  # _skip_reason let only repairable codes through
+    return found
 
 
 def _recheck(ctx: Context, options: RepairOptions, finding: Finding) -> None:
@@ -433,11 +441,12 @@ def _execute(ctx: Context, action: Action) -> list[str]:
             created_at=event.created_at,
         )
         written.append(result.id)
-    for name, params in action.deletes:
-        gone = ctx.conn.execute(sql.load(name), {"run_id": run_id, **params}).fetchall()
-        if len(gone) != 1:
-            raise Refused(f"state moved: {name.rpartition('/')[2]} deleted {len(gone)} rows")
-        written.append(f"row:{gone[0][0]}:deleted")
+    for name, params in action.row_changes:
+        changed = ctx.conn.execute(sql.load(name), {"run_id": run_id, **params}).fetchall()
+        verb = name.rpartition("/")[2]
+        if len(changed) != 1:
+            raise Refused(f"state moved: {verb} changed {len(changed)} rows")
+        written.append(f"row:{changed[0][0]}:{verb}")
     if action.fail_jobs:
         failed = ctx.conn.execute(
             sql.load("repair/fail_jobs"),

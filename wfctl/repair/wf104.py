@@ -16,7 +16,7 @@ class DeleteLeftoverRow(Repair):
             delete = ("repair/delete_leftover_hook", {"hook_id": finding.entity_id})
         else:
             delete = ("repair/delete_leftover_wait", {"correlation_id": finding.entity_id})
-        return Action(deletes=[delete])
+        return Action(row_changes=[delete])
 
 
 REPAIR = DeleteLeftoverRow()
