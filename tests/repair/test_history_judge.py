@@ -1,4 +1,9 @@
-"""The revival judge (WF141, --allow-revive): a run the REAL runtime failed because a late
+"""History judges: repairs that rewrite or place events, judged by the REAL runtime.
+
+1. Placement (WF111): a restored step_completed must sort before the hook the workflow
+   created after that step returned; the runtime replays the repaired run and finishes it,
+   while the same completion appended at the tail makes it fail the run.
+2. The revival (WF141, --allow-revive): a run the REAL runtime failed because a late
 step_started sorts after its step's completion, revived by wfctl, finished by the runtime.
 
 The shape comes from a clock-skewed second worker re-running a live step (a booting peer):
@@ -24,7 +29,7 @@ import pytest
 from tests import judge
 from tests import realworld as rw
 from tests.faults import slow_insert, wait_for_sleeper
-from tests.judge import wait_for_status
+from tests.judge import wait_for_status, wait_until
 from tests.repair.test_real_judge import (  # noqa: F401  (fixtures)
     FORCE,
     TERMINAL,
@@ -101,3 +106,64 @@ def test_wf141_revived_run_is_finished_by_the_runtime(db, runtimes, wfctl) -> No
     ]
     assert [t for t, _ in final].count("run_failed") == 0
     assert final[-1] == ("run_completed", None)
+
+
+def _parked_on_the_hook_without_the_step_completed(
+    database, rt, run_id: str, x: int
+) -> tuple[str, bytes]:
+    """`approval(x)` runs to its hook and parks; then its step's step_completed is taken out
+    of the log (by SQL: the real runtime writes that completion before it creates the hook,
+    in one process, so no fault of its own leaves this order; the row state is exactly the
+    torn beta.29 step_completed, row completed and no event). Returns the step id and the
+    event's payload."""
+    rt.start_run("approval", [x], run_id)
+    wait_until(
+        lambda: ("hook_created" in [t for t, _ in events(database, run_id)]) or None,
+        30,
+        "the run to park on its hook",
+    )
+    with database.connect() as conn:
+        [(step_id, payload)] = conn.execute(
+            "DELETE FROM workflow.workflow_events WHERE run_id = %s AND type = 'step_completed'"
+            " RETURNING correlation_id, payload_cbor",
+            (run_id,),
+        ).fetchall()
+    return str(step_id), bytes(payload)
+
+
+def test_wf111_completion_placed_before_the_later_hook(db, runtimes, wfctl) -> None:  # noqa: F811
+    placed, tail = rw.new_run_id(), rw.new_run_id()
+    rt = runtimes("first")
+    step_placed, _ = _parked_on_the_hook_without_the_step_completed(db, rt, placed, 41)
+    step_tail, payload = _parked_on_the_hook_without_the_step_completed(db, rt, tail, 42)
+    rt.stop()
+    assert findings(wfctl, placed).get("WF111") == {step_placed}
+    release_dead_workers(db)
+
+    # the control: the completion appended at the tail, as the repair used to place it
+    with db.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_events"
+            " (id, type, correlation_id, run_id, payload_cbor, spec_version)"
+            " SELECT %s, 'step_completed', step_id, run_id, %s, spec_version"
+            " FROM workflow.workflow_steps WHERE step_id = %s",
+            (ids.legacy_event_id(), payload, step_tail),
+        )
+    status, report = wfctl(
+        "repair", "--apply", "--yes", "--reason", "judge", *FORCE, "--only", "WF111"
+    )
+    [item] = [i for i in report["items"] if i["run_id"] == placed]
+    assert status == 0 and item["outcome"] == "applied", report
+    assert any("placed before hook_created" in a for a in item["actions"]), item
+    mine = [(t, c) for t, c in events(db, placed)]
+    assert mine.index(("step_completed", step_placed)) < [t for t, _ in mine].index("hook_created")
+
+    rt = runtimes("after-repair", JUDGE_REENQUEUE="0")
+    assert rt.resume_hook("approve-41", {"ok": True}) == placed
+    assert rt.resume_hook("approve-42", {"ok": True}) == tail
+    assert wait_for_status(db.dsn, placed, TERMINAL, timeout=60) == "completed", rt.log_tail()
+    info = rt.run_info(placed)
+    assert info["returnValue"] == {"a": 42, "b": 52, "decision": {"ok": True}}, info
+    assert wait_for_status(db.dsn, tail, TERMINAL, timeout=90) == "failed", rt.log_tail()
+    rt.stop()
+    assert findings(wfctl, placed) == {}
