@@ -14,7 +14,8 @@ with `wfctl repair --apply`, start the runtime again and require the run to comp
   session installs and builds at most once (a file lock serialises concurrent sessions).
 - `Runtime(dsn, log_dir, env)` is one runtime process against one database: `start()`,
   `stop()` (SIGTERM, then SIGKILL), `kill()` (SIGKILL: the crash half of a fault window),
-  `start_run()`, `stats()` (flow deliveries per run), `run_info()` (status + hydrated output).
+  `start_run()`, `resume_hook()`, `stats()` (flow deliveries per run), `run_info()` (status +
+  hydrated output).
 - `wait_for_status()` / `stays()` poll the run row with bounded loops.
 """
 
@@ -292,6 +293,10 @@ class Runtime:
         assert self.proc is not None
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def resume_hook(self, token: str, payload: Any) -> str:
+        """`resumeHook(token, payload)` through the runtime; the run id the hook belongs to."""
+        return str(self._call("/judge/resume", {"token": token, "payload": payload})["runId"])
 
     def run_info(self, run_id: str) -> dict[str, Any]:
         """The runtime's own view: `{status, returnValue?}` (the output hydrated by the SDK)."""

@@ -6,6 +6,7 @@ CHECK = Check(
     code="WF111",
     title="step finished without its completion event",
     severity=Severity.CRITICAL,
+    upstream_rules=("step.entity-matches-log",),
     remedy="wfctl repair --only WF111 appends step_completed / step_failed / step_retrying",
     explanation=Explanation(
         meaning="A step row is completed or failed (or pending with a retry error) but the log "

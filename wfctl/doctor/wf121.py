@@ -6,6 +6,7 @@ CHECK = Check(
     code="WF121",
     title="half-created run",
     severity=Severity.CRITICAL,
+    upstream_rules=("run.created-first",),
     remedy="wfctl repair --only WF121 writes the marker and run_created at slot 1 "
     "(--allow-rewrite when the run's other events must be renumbered behind it)",
     explanation=Explanation(

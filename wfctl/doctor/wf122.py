@@ -6,6 +6,7 @@ CHECK = Check(
     code="WF122",
     title="wevt_ ids in a slot-numbered run",
     severity=Severity.CRITICAL,
+    upstream_rules=("log.monotonic-order",),
     remedy="wfctl repair --only WF122 --allow-rewrite renumbers the run once it is quiescent",
     explanation=Explanation(
         meaning="A run that numbers its events by slot (it has a marker) holds wevt_ ULID ids.",

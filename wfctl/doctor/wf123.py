@@ -6,6 +6,7 @@ CHECK = Check(
     code="WF123",
     title="slot numbering broken",
     severity=Severity.CRITICAL,
+    upstream_rules=("log.monotonic-order", "run.created-first"),
     remedy="wfctl repair --only WF123 --allow-rewrite renumbers into dense slots",
     explanation=Explanation(
         meaning="A marked run's evnt_ ids are not the dense sequence 1..n with run_created at "

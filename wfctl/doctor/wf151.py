@@ -38,6 +38,7 @@ CHECK = CatalogDriftCheck(
     code="WF151",
     title="catalog drift",
     severity=Severity.CRITICAL,
+    upstream_rules=("log.unique-event-id", "step.created-once", "wait.created-once"),
     remedy="report only: add what the skipped migrations add (see --explain WF151)",
     explanation=Explanation(
         meaning="The live catalog lacks what the recorded migrations promise (a column, an "

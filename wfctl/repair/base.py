@@ -42,6 +42,7 @@ class NewEvent:
     spec_version: int | None
     first_slot: bool = False  # a slot run's run_created at slot 1 (with its marker)
     legacy_id: str | None = None  # a chosen position in a legacy run
+    created_at: datetime | None = None  # with legacy_id: between its neighbours' (replay clock)
 
     def summary(self) -> str:
         keys = ", ".join(f"{k}={codec.describe(v, 24)}" for k, v in (self.data or {}).items())
@@ -60,6 +61,10 @@ class Action:
     fail_jobs: list[int] = field(default_factory=list)
     fail_message: str = "wfctl: superseded"  # last_error of the jobs it fails (starts "wfctl:")
     wake_up: bool = False  # enqueue one key-less {runId} wake-up job
+    # Row changes, in order: (sql name, params); each statement must change exactly one row
+    # and return it (else the state moved and the repair is refused). WF104's leftover rows,
+    # the revival's re-minted id, deleted run_failed and reopened run.
+    row_changes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rewrite: Rewrite | None = None  # a slot-log rewrite (--allow-rewrite), done first
 
@@ -69,6 +74,7 @@ class Action:
         out += [f"append {e.summary()}" for e in self.events]
         if self.fail_jobs:
             out.append(f"permanently fail jobs {self.fail_jobs}")
+        out += [f"{name.rpartition('/')[2]} {params}" for name, params in self.row_changes]
         if self.wake_up:
             out.append("enqueue one {runId} wake-up job")
         return out + self.notes

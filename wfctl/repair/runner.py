@@ -39,7 +39,7 @@ from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
 from wfctl.errors import RefusedError
 from wfctl.repair import registry, slotlog
-from wfctl.repair.base import Action, Context, Refused, Superseded
+from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
 from wfctl.world import ids
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
@@ -57,6 +57,7 @@ class RepairOptions:
     job_prefix: str = "workflow_"
     workers: int = 4  # runs repaired in parallel, one connection each
     allow_rewrite: bool = False  # slot-log rewrites (renumbering) may run
+    allow_revive: bool = False  # opt-in rewrites of a failed run's history (registry.REVIVALS)
 
     @property
     def task(self) -> str:
@@ -174,7 +175,7 @@ def repair(
     for run_id, group in groupby(findings, key=lambda f: f.run_id):
         todo = []
         for finding in group:
-            skip = _skip_reason(finding, world)
+            skip = _skip_reason(finding, world, options)
             if skip:
                 report.items.append(Item(finding, "skipped", skip))
             else:
@@ -255,8 +256,9 @@ def _scoped(options: RepairOptions, run_ids: list[str]) -> RepairOptions:
     )
 
 
-def _skip_reason(finding: Finding, world: World) -> str:
-    if finding.code in registry.REPORT_ONLY:
+def _skip_reason(finding: Finding, world: World, options: RepairOptions) -> str:
+    revivable = options.allow_revive and finding.code in registry.REVIVALS
+    if finding.code in registry.REPORT_ONLY and not revivable:
         return registry.REPORT_ONLY[finding.code]
     if finding.in_flight:
         return "too young: younger than --min-age, its original write may still be landing"
@@ -298,7 +300,7 @@ def _plan_run(
         for finding in findings:
             try:
                 ctx.refuse_row_heal(finding.code)
-                action = registry.BY_CODE[finding.code].plan(ctx, finding)
+                action = _repair(options, finding).plan(ctx, finding)
                 scheme = ""
                 if action.events:
                     rewritten = f"slot (after the {ctx.rewritten} rewrite)" if ctx.rewritten else ""
@@ -397,7 +399,7 @@ def _apply_one(
     try:
         with scope:
             ctx.refuse_row_heal(finding.code)
-            action = registry.BY_CODE[finding.code].plan(ctx, finding)
+            action = _repair(options, finding).plan(ctx, finding)
             _recheck(ctx, options, finding)
             written = _execute(ctx, action)
             audit = _audit(ctx, finding, reason, action, written)
@@ -410,6 +412,12 @@ def _apply_one(
         return Item(finding, "refused", str(exc))
     except AlreadyExists as exc:
         return Item(finding, "refused", f"state moved: the event exists now ({exc.event_id})")
+
+
+def _repair(options: RepairOptions, finding: Finding) -> Repair:
+    found = registry.repair_for(finding.code, options.allow_revive)
+    assert found is not None, finding.code  # _skip_reason let only repairable codes through
+    return found
 
 
 def _recheck(ctx: Context, options: RepairOptions, finding: Finding) -> None:
@@ -441,8 +449,15 @@ def _execute(ctx: Context, action: Action) -> list[str]:
             event.spec_version,
             first_slot=event.first_slot,
             legacy_id=event.legacy_id,
+            created_at=event.created_at,
         )
         written.append(result.id)
+    for name, params in action.row_changes:
+        changed = ctx.conn.execute(sql.load(name), {"run_id": run_id, **params}).fetchall()
+        verb = name.rpartition("/")[2]
+        if len(changed) != 1:
+            raise Refused(f"state moved: {verb} changed {len(changed)} rows")
+        written.append(f"row:{changed[0][0]}:{verb}")
     if action.fail_jobs:
         failed = ctx.conn.execute(
             sql.load("repair/fail_jobs"),
@@ -478,7 +493,7 @@ def _audit(ctx: Context, finding: Finding, reason: str, action: Action, written:
             "code": finding.code,
             "run_id": ctx.run["id"],
             "entity_id": finding.entity_id,
-            "event_ids": [w for w in written if not w.startswith("job:")],
+            "event_ids": [w for w in written if not w.startswith(("job:", "row:"))],
             "details": Jsonb(
                 {"actions": action.describe(), "written": written, "finding": finding.detail}
             ),

@@ -161,12 +161,15 @@ class EventWriter:
         *,
         first_slot: bool = False,
         legacy_id: str | None = None,
+        created_at: datetime | None = None,
     ) -> Written:
         """Insert one event in the caller's transaction; `AlreadyExists` for a duplicate creation.
 
         `first_slot` writes the literal slot 1 (a run's run_created, right after its marker);
         `legacy_id` places an event of a legacy run at a chosen position (a restored
-        run_created must sort before the run's first event).
+        run_created must sort before the run's first event; a restored completion before the
+        first event that depended on it), with `created_at` between its neighbours' (the
+        replay clock reads it), else the database's now().
         """
         scheme, newest = ("slot", None) if first_slot else self._read_scheme(conn, run_id, True)
         if legacy_id is not None and scheme != "legacy":
@@ -184,7 +187,7 @@ class EventWriter:
             if scheme == "legacy" and legacy_id is None:
                 floor = newest[5:] if newest else None
                 legacy_id_now = ids.LEGACY_EVENT_PREFIX + self.clock.next(after=floor)
-            row = self._insert(conn, scheme, params, first_slot, legacy_id_now)
+            row = self._insert(conn, scheme, params, first_slot, legacy_id_now, created_at)
             if row is not None:
                 return Written(row[0], row[1], scheme)
             if event_type in CREATION_TYPES:
@@ -351,9 +354,15 @@ class EventWriter:
         params: dict[str, Any],
         first: bool,
         legacy_id: str | None,
+        created_at: datetime | None = None,
     ) -> tuple[str, datetime] | None:
         if scheme == "slot" and not first:
             row = conn.execute(sql.load("writer/insert_event_at_next_slot"), params).fetchone()
+        elif created_at is not None and legacy_id is not None:
+            row = conn.execute(
+                sql.load("writer/insert_event_with_id_at"),
+                {**params, "id": legacy_id, "created_at": created_at},
+            ).fetchone()
         else:
             event_id = ids.slot_event_id(1) if first else legacy_id
             row = conn.execute(

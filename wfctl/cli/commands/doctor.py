@@ -210,6 +210,8 @@ def _explain(output: Output, check: Check) -> None:
         "\n".join(
             [
                 f"{check.code}: {check.title} (severity {check.severity.value})",
+                "Upstream rule(s):  "
+                + (", ".join(check.upstream_rules) or "none (no upstream consistency rule)"),
                 "",
                 f"What it means:  {e.meaning}",
                 "",

@@ -63,6 +63,14 @@ def repair(
             "types, correlation ids and times are kept; never deletes an event).",
         ),
     ] = False,
+    allow_revive: Annotated[
+        bool,
+        typer.Option(
+            "--allow-revive",
+            help="Revive runs the runtime failed over a late step_started (WF141; with --all "
+            "or --run): re-order it, drop the run_failed, reopen and wake the run.",
+        ),
+    ] = False,
     job_prefix: Annotated[
         str,
         typer.Option("--job-prefix", envvar="WORKFLOW_POSTGRES_JOB_PREFIX", help="Job prefix."),
@@ -94,6 +102,7 @@ def repair(
       wfctl repair --only WF112 --run wrun_01J...
       wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
       wfctl repair --apply --reason INC-42 --yes --unlock-dead-worker w-7f3a
+      wfctl repair --apply --reason "INC-43" --yes --all --only WF141 --allow-revive
       wfctl repair log --run wrun_01J...
     """
     if ctx.invoked_subcommand is not None:
@@ -119,6 +128,7 @@ def repair(
         job_prefix=job_prefix,
         workers=jobs,
         allow_rewrite=allow_rewrite,
+        allow_revive=allow_revive,
     )
     with connect(st.target, autocommit=True) as conn:
         try:

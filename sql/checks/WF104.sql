@@ -1,0 +1,38 @@
+-- WF104 rows a finished run still holds (upstream rule run.resources-released): a hook row or
+-- a wait row of a completed / failed / cancelled run.
+-- beta.29 ends a run in separate autocommits: UPDATE the run, then DELETE its hooks and its
+-- waits, then insert the terminal event (reference §3.4); a crash between them, or a
+-- hook_created whose row insert lands after the run's end (it checked the run before), leaves
+-- rows behind. A leftover hook row keeps its token reserved: every later run creating that
+-- token gets hook_conflict, and a resume by token finds a run that is over. Slot-era hooks
+-- retained on purpose (token_retention_until in the future, vw#3276) are not reported; the
+-- column is read through to_jsonb so one file serves both eras.
+-- Scope: terminal runs, in every scope (a stuck token hurts live runs); --run / --since narrow it.
+-- Age: the run's completed_at (JS clock, UTC) -> now() AT TIME ZONE 'UTC'.
+-- params: run_ids, since, min_age.
+WITH ended AS (
+    SELECT r.id, r.status, coalesce(r.completed_at, r.updated_at) AS ended_at
+    FROM workflow.workflow_runs r
+    WHERE r.status IN ('completed', 'failed', 'cancelled')
+      AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
+      AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
+),
+leftovers AS (
+    SELECT r.id AS run_id, h.hook_id AS entity_id, r.ended_at, r.status,
+           format('hook row (token %%s)', left(h.token, 12) || '...') AS what
+    FROM ended r
+    JOIN workflow.workflow_hooks h ON h.run_id = r.id
+    WHERE coalesce((to_jsonb(h) ->> 'token_retention_until')::timestamptz, '-infinity') <= now()
+    UNION ALL
+    SELECT r.id, substring(w.wait_id FROM length(r.id) + 2), r.ended_at, r.status,
+           format('wait row (%%s)', w.status)
+    FROM ended r
+    JOIN workflow.workflow_waits w ON w.run_id = r.id
+)
+SELECT l.run_id,
+       l.entity_id,
+       l.ended_at AS observed_at,
+       l.ended_at >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
+       format('%%s outlived the %%s run', l.what, l.status) AS detail
+FROM leftovers l
+ORDER BY l.ended_at;
