@@ -16,6 +16,7 @@ from wfctl.doctor import (
     wf132,
     wf133,
     wf134,
+    wf135,
     wf141,
     wf151,
 )
@@ -26,7 +27,7 @@ CHECKS: tuple[Check, ...] = tuple(
     m.CHECK
     for m in (
         wf101, wf102, wf103, wf111, wf112, wf113, wf121, wf122, wf123,
-        wf131, wf132, wf133, wf134, wf141, wf151,
+        wf131, wf132, wf133, wf134, wf135, wf141, wf151,
     )
 )  # fmt: skip
 BY_CODE = {c.code: c for c in CHECKS}

@@ -25,6 +25,8 @@ REPORT_ONLY = {
     "WF122": "renumbering a slot run (--allow-rewrite) is not available in this version",
     "WF123": "renumbering a slot run (--allow-rewrite) is not available in this version",
     "WF134": "report only: read the job's last_error; WF133 re-wakes the run",
+    "WF135": "a worker's lock: once the holder is known gone, --unlock-older-than AGE "
+    "(see the dry run) releases it",
     "WF141": "report only: see `wfctl doctor --explain WF141`",
     "WF151": "report only: see `wfctl doctor --explain WF151`",
 }

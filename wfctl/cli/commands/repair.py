@@ -17,7 +17,7 @@ from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError
-from wfctl.repair import runner
+from wfctl.repair import runner, wf135
 from wfctl.world import model
 
 repair_app = typer.Typer(
@@ -27,6 +27,7 @@ repair_app = typer.Typer(
 app.add_typer(repair_app, name="repair")
 
 MIN_AGE_FLOOR = timedelta(minutes=1)
+UNLOCK_FLOOR = timedelta(minutes=5)
 
 
 @repair_app.callback()
@@ -66,12 +67,22 @@ def repair(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", min=1, max=32, help="Runs repaired in parallel.")
     ] = 4,
+    unlock_older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--unlock-older-than",
+            metavar="AGE",
+            help="Release queue locks held longer than AGE, e.g. 30m (WF135; floor 5m). "
+            "Without --apply: only list them.",
+        ),
+    ] = None,
     unlock_dead_worker: Annotated[
         list[str] | None,
         typer.Option(
             "--unlock-dead-worker",
             metavar="WORKER_ID",
-            help="Release the jobs a worker you know is dead still holds (repeatable).",
+            help="Also release the locks of this worker, known dead, whatever their age "
+            "(repeatable).",
         ),
     ] = None,
 ) -> None:
@@ -80,14 +91,18 @@ def repair(
     Every repair locks the run and entity rows, re-checks its finding with doctor's own
     query, refuses while the finding is younger than --min-age or a queue job for the run is
     locked, numbers the event the way the run does (slot or wevt_), copies payload bytes
-    from the row, and writes an audit row. A dry run (the default) writes nothing. Exit 0
-    when every targeted finding is gone, 2 when any was refused or remains.
+    from the row, and writes an audit row. A lock left by a killed worker (graphile frees it
+    only after 4 h) is released first with --unlock-older-than AGE: the dry run lists the
+    locks older than AGE, the apply releases exactly those, re-checked and audited (WF135).
+    A dry run (the default) writes nothing. Exit 0 when every targeted finding is gone, 2
+    when any was refused or remains.
 
     [bold]Examples[/bold]
       wfctl repair
       wfctl repair --only WF112 --run wrun_01J...
       wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
-      wfctl repair --apply --reason "INC-42" --yes --unlock-dead-worker worker-7f3a
+      wfctl repair --unlock-older-than 30m
+      wfctl repair --apply --reason "INC-42 worker OOM-killed" --yes --unlock-older-than 30m
       wfctl repair log --run wrun_01J...
     """
     if ctx.invoked_subcommand is not None:
@@ -104,6 +119,7 @@ def repair(
         )
     if apply and not (reason and reason.strip()):
         raise UsageError("--apply needs --reason TEXT (it is kept in the audit log)")
+    unlock = _unlock_options(unlock_older_than, unlock_dead_worker, force_min_age)
     if allow_rewrite:
         raise RefusedError(
             "--allow-rewrite (renumbering slot runs) is not available in this version",
@@ -125,8 +141,8 @@ def repair(
             world.require_known()
             if apply:
                 _preflight(st.output, world, yes)
-                if unlock_dead_worker:
-                    _unlock(st.output, conn, world, unlock_dead_worker)
+            if unlock is not None and not world.has_graphile:
+                raise UsageError("--unlock-older-than: graphile_worker is not installed here")
             report = runner.repair(
                 conn,
                 world,
@@ -134,6 +150,7 @@ def repair(
                 apply=apply,
                 reason=reason or "",
                 connect=lambda: connect(st.target, autocommit=True),
+                unlock=unlock,
             )
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "repairing") from None
@@ -155,14 +172,21 @@ def _preflight(output: Output, world: model.World, yes: bool) -> None:
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
 
 
-def _unlock(
-    output: Output, conn: psycopg.Connection[Any], world: model.World, workers: list[str]
-) -> None:
-    """graphile's force_unlock_workers for workers the operator declares dead."""
-    if not world.has_graphile:
-        raise UsageError("--unlock-dead-worker: graphile_worker is not installed here")
-    conn.execute(sql.load("repair/unlock_workers"), {"worker_ids": workers})
-    output.message(f"released the jobs held by {', '.join(workers)}")
+def _unlock_options(
+    older_than: str | None, workers: list[str] | None, force: bool
+) -> wf135.Unlock | None:
+    """The WF135 lock selector. The 5-minute floor: a live beta.29 delivery can hold its lock
+    up to undici's 300 s fetch deadline, so a younger lock may belong to a live worker."""
+    if older_than is None and not workers:
+        return None
+    age = parse_duration(older_than, "--unlock-older-than") if older_than is not None else None
+    if age is not None and age < UNLOCK_FLOOR and not force:
+        raise UsageError(
+            f"--unlock-older-than {older_than} is below the 5 minute floor",
+            hint="a live delivery can hold its lock for minutes; add --force-min-age if you "
+            "are sure every holder is gone",
+        )
+    return wf135.Unlock(age, tuple(w.strip() for w in workers or () if w.strip()))
 
 
 def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
