@@ -42,6 +42,8 @@ BY_CODE = {r.code: r for r in ORDER}
 # Detected but never repaired automatically: the reason is printed instead.
 REPORT_ONLY = {
     "WF134": "report only: read the job's last_error; WF133 re-wakes the run",
+    "WF135": "a worker's lock: once the holder is known gone, --unlock-older-than AGE "
+    "(see the dry run) releases it",
     "WF141": "report only: see `wfctl doctor --explain WF141`",
     "WF142": "informational: both runtimes replay a hook received before its creation",
     "WF143": "report only: see `wfctl doctor --explain WF143`",

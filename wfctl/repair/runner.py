@@ -38,7 +38,7 @@ from wfctl.doctor import registry as checks_registry
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
 from wfctl.errors import RefusedError
-from wfctl.repair import registry, slotlog
+from wfctl.repair import registry, slotlog, wf135
 from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
 from wfctl.world import ids
 from wfctl.world.model import World
@@ -162,14 +162,22 @@ def repair(
     apply: bool,
     reason: str = "",
     connect: Callable[[], psycopg.Connection[Any]] | None = None,
+    unlock: wf135.Unlock | None = None,
 ) -> RepairReport:
     """Plan (dry run) or apply repairs for every finding; see the module docstring.
 
     `connect` opens more sessions for parallel applies (`options.workers`); without it,
-    everything runs on `conn`.
+    everything runs on `conn`. `unlock` first lists (dry run) or releases the dead workers'
+    locks it selects (WF135), so the repairs of those runs are no longer refused.
     """
-    findings = detect(conn, world, options)
-    report = RepairReport(applied=apply, before=counts(findings))
+    released = _release_locks(conn, options, unlock, apply, reason) if unlock else []
+    handled = {i.finding.entity_id for i in released}
+    findings = [
+        f
+        for f in detect(conn, world, options)
+        if not (f.code == wf135.CODE and f.entity_id in handled)
+    ]
+    report = RepairReport(applied=apply, before=counts(findings), items=released)
     writer = EventWriter(slots=world.has_event_slots)
     batches: list[tuple[str, list[Finding]]] = []
     for run_id, group in groupby(findings, key=lambda f: f.run_id):
@@ -203,6 +211,20 @@ def repair(
         _in_parallel(batches, one, connect, min(options.workers, len(batches)))
     report.after = _remaining(conn, world, options, report.items)
     return report
+
+
+def _release_locks(
+    conn: psycopg.Connection[Any],
+    options: RepairOptions,
+    unlock: wf135.Unlock,
+    apply: bool,
+    reason: str,
+) -> list[Item]:
+    """WF135 before everything else: the run repairs must see the locks already gone."""
+    return [
+        Item(r.finding, r.outcome, r.reason, actions=[r.action], audit_id=r.audit_id)
+        for r in wf135.release(conn, options.task, unlock, apply=apply, reason=reason)
+    ]
 
 
 def _in_parallel(
@@ -381,13 +403,15 @@ def _apply_run(
 
 
 def _locked_message(job: dict[str, Any]) -> str:
-    """Name the holder, for how long, and the way out when that worker is known dead."""
+    """Name the holder, since when, and the way out when that worker is gone (WF135)."""
     held = datetime.now(UTC) - job["locked_at"]
     minutes = int(held.total_seconds() // 60)
     return (
-        f"a queue job for the run is locked by {job['locked_by']} (for {minutes} min): a live "
-        "writer may still append the same event; if that worker is dead (graphile frees its "
-        f"jobs after 4 h), rerun with --unlock-dead-worker {job['locked_by']}"
+        f"a queue job for the run (job {job['id']}) is locked by {job['locked_by']} since "
+        f"{job['locked_at']:%Y-%m-%d %H:%M:%S%z} ({minutes} min): a live writer may still "
+        "append the same event; if that worker is gone (graphile frees its jobs after 4 h), "
+        f"`wfctl repair --unlock-older-than {max(minutes, 1)}m` shows the locks it would "
+        "release, then add --apply"
     )
 
 

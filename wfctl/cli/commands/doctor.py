@@ -49,7 +49,11 @@ def doctor_command(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="Samples kept per check.")] = 5,
     attempt_threshold: Annotated[
-        int, typer.Option("--attempt-threshold", help="WF131: continuation attempts that alarm.")
+        int,
+        typer.Option(
+            "--attempt-threshold",
+            help="Ignored (kept for scripts): WF131 judges progress, not attempt counts.",
+        ),
     ] = 100,
     job_prefix: Annotated[
         str,

@@ -16,7 +16,7 @@ from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError
-from wfctl.repair import runner
+from wfctl.repair import runner, wf135
 from wfctl.world import bootstrap, model
 
 repair_app = typer.Typer(
@@ -26,6 +26,7 @@ repair_app = typer.Typer(
 app.add_typer(repair_app, name="repair")
 
 MIN_AGE_FLOOR = timedelta(minutes=1)
+UNLOCK_FLOOR = timedelta(minutes=5)
 
 
 @repair_app.callback()
@@ -78,12 +79,22 @@ def repair(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", min=1, max=32, help="Runs repaired in parallel.")
     ] = 4,
+    unlock_older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--unlock-older-than",
+            metavar="AGE",
+            help="Release queue locks held longer than AGE, e.g. 30m (WF135; floor 5m). "
+            "Without --apply: only list them.",
+        ),
+    ] = None,
     unlock_dead_worker: Annotated[
         list[str] | None,
         typer.Option(
             "--unlock-dead-worker",
             metavar="WORKER_ID",
-            help="Release the jobs a worker you know is dead still holds (repeatable).",
+            help="Also release the locks of this worker, known dead, whatever their age "
+            "(repeatable).",
         ),
     ] = None,
 ) -> None:
@@ -93,15 +104,18 @@ def repair(
     query, refuses while the finding is younger than --min-age or a queue job for the run is
     locked, numbers the event the way the run does (slot or wevt_), copies payload bytes
     from the row, and writes an audit row (on a world wfctl never saw, --apply first creates
-    its audit table in schema `wfctl`, and nothing else). A dry run (the default) writes
-    nothing. Exit 0
-    when every targeted finding is gone, 2 when any was refused or remains.
+    its audit table in schema `wfctl`, and nothing else). A lock left by a killed worker
+    (graphile frees it only after 4 h) is released first with --unlock-older-than AGE: the
+    dry run lists the locks older than AGE, the apply releases exactly those, re-checked and
+    audited (WF135). A dry run (the default) writes nothing. Exit 0 when every targeted
+    finding is gone, 2 when any was refused or remains.
 
     [bold]Examples[/bold]
       wfctl repair
       wfctl repair --only WF112 --run wrun_01J...
       wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
-      wfctl repair --apply --reason INC-42 --yes --unlock-dead-worker w-7f3a
+      wfctl repair --unlock-older-than 30m
+      wfctl repair --apply --reason "INC-42 worker OOM-killed" --yes --unlock-older-than 30m
       wfctl repair --apply --reason "INC-43" --yes --all --only WF141 --allow-revive
       wfctl repair log --run wrun_01J...
     """
@@ -119,6 +133,7 @@ def repair(
         )
     if apply and not (reason and reason.strip()):
         raise UsageError("--apply needs --reason TEXT (it is kept in the audit log)")
+    unlock = _unlock_options(unlock_older_than, unlock_dead_worker, force_min_age)
     options = runner.RepairOptions(
         min_age=age,
         only=tuple(c.strip().upper() for item in only or () for c in item.split(",") if c),
@@ -139,8 +154,8 @@ def repair(
                 _preflight(st.output, world, yes)
                 if bootstrap.ensure_audit_schema(conn):
                     st.output.message("created schema `wfctl` for the repair audit log")
-                if unlock_dead_worker:
-                    _unlock(st.output, conn, world, unlock_dead_worker)
+            if unlock is not None and not world.has_graphile:
+                raise UsageError("--unlock-older-than: graphile_worker is not installed here")
             report = runner.repair(
                 conn,
                 world,
@@ -148,6 +163,7 @@ def repair(
                 apply=apply,
                 reason=reason or "",
                 connect=lambda: connect(st.target, autocommit=True),
+                unlock=unlock,
             )
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "repairing") from None
@@ -164,14 +180,21 @@ def _preflight(output: Output, world: model.World, yes: bool) -> None:
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
 
 
-def _unlock(
-    output: Output, conn: psycopg.Connection[Any], world: model.World, workers: list[str]
-) -> None:
-    """graphile's force_unlock_workers for workers the operator declares dead."""
-    if not world.has_graphile:
-        raise UsageError("--unlock-dead-worker: graphile_worker is not installed here")
-    conn.execute(sql.load("repair/unlock_workers"), {"worker_ids": workers})
-    output.message(f"released the jobs held by {', '.join(workers)}")
+def _unlock_options(
+    older_than: str | None, workers: list[str] | None, force: bool
+) -> wf135.Unlock | None:
+    """The WF135 lock selector. The 5-minute floor: a live beta.29 delivery can hold its lock
+    up to undici's 300 s fetch deadline, so a younger lock may belong to a live worker."""
+    if older_than is None and not workers:
+        return None
+    age = parse_duration(older_than, "--unlock-older-than") if older_than is not None else None
+    if age is not None and age < UNLOCK_FLOOR and not force:
+        raise UsageError(
+            f"--unlock-older-than {older_than} is below the 5 minute floor",
+            hint="a live delivery can hold its lock for minutes; add --force-min-age if you "
+            "are sure every holder is gone",
+        )
+    return wf135.Unlock(age, tuple(w.strip() for w in workers or () if w.strip()))
 
 
 def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
