@@ -18,6 +18,7 @@ from wfctl.cli.commands import (  # noqa: F401  (importing a command module regi
     bootstrap,
     completion,
     doctor,
+    gc,
     hooks,
     info,
     migrate,
