@@ -100,6 +100,9 @@ class CheckResult:
     samples: list[Finding] = field(default_factory=list)
     message: str = ""  # why UNKNOWN / NOT_APPLICABLE
     seconds: float = 0.0
+    # The earliest observed_at over ALL actionable findings (not only the samples): how long
+    # the oldest one has been waiting, for an age gauge an alert can threshold.
+    oldest_observed: datetime | None = None
 
     def add(self, finding: Finding, limit: int) -> None:
         """Count a finding; keep it as a sample while fewer than `limit` are kept."""
@@ -107,6 +110,9 @@ class CheckResult:
             self.in_flight += 1
         else:
             self.count += 1
+            seen = finding.observed_at
+            if seen is not None and (self.oldest_observed is None or seen < self.oldest_observed):
+                self.oldest_observed = seen
         if len(self.samples) < limit:
             self.samples.append(finding)
 

@@ -30,6 +30,7 @@ from wfctl.runtime.api import Workflows
 from wfctl.runtime.executor import Executor
 from wfctl.runtime.store import TERMINAL, Store
 from wfctl.worker import queue as q
+from wfctl.worker.metrics import WorkerMetrics
 from wfctl.world import ids
 
 Connect = Callable[[], psycopg.Connection[Any]]
@@ -54,8 +55,10 @@ class Worker:
         *,
         log: Callable[[str], None] | None = None,
         debug: Callable[[str], None] | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.registry = registry
+        self.metrics = metrics
         self.connect = connect
         self.config = config or WorkerConfig()
         self.log = log or (lambda _m: None)
@@ -166,7 +169,13 @@ class Worker:
     def _serve(self, conn: psycopg.Connection[Any]) -> None:
         cfg = self.config
         store = Store(conn)
-        executor = Executor(self.registry, store, log=self.debug, stop=self._stopping.is_set)
+        executor = Executor(
+            self.registry,
+            store,
+            log=self.debug,
+            stop=self._stopping.is_set,
+            on_step=self.metrics.step if self.metrics else None,
+        )
         try:
             while not self.stopping:
                 with self._cond:
@@ -195,6 +204,8 @@ class Worker:
         with self._held_lock:
             self._held[claim.run_id] = claim
         self.drives += 1
+        if self.metrics:
+            self.metrics.replays.inc()
         ready_at: datetime | None
         try:
             try:
@@ -280,6 +291,8 @@ class Worker:
                     # (or released by its slot since `held`): the run lock still guards it
                     self.debug(f"wfctl worker: not renewed: {', '.join(sorted(lost))}")
                 recovered = q.recover(conn)
+                if recovered and recovered[0] and self.metrics:
+                    self.metrics.lease_expiries.inc(recovered[0])
                 if recovered and (recovered[0] or recovered[1]):
                     self.log(
                         f"wfctl worker: recovery: {recovered[0]} run(s) past their lease "
