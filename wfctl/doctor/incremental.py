@@ -151,9 +151,7 @@ def _read(conn: psycopg.Connection[Any]) -> tuple[Mark | None, set[str]]:
     return Mark(row[0], row[1]), {str(r) for r in row[3]}
 
 
-def _touched(
-    conn: psycopg.Connection[Any], world: World, mark: Mark, skew: timedelta
-) -> set[str]:
+def _touched(conn: psycopg.Connection[Any], world: World, mark: Mark, skew: timedelta) -> set[str]:
     floor = None
     if not world.has_event_slots:  # beta.29: every event id is wevt_<ULID>, time-ordered
         since = mark.verified_to_utc.replace(tzinfo=UTC) - skew

@@ -16,7 +16,7 @@ from wfctl.cli.output import Format
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
-from wfctl.ops import bulk
+from wfctl.ops import bulk, fork
 from wfctl.ops.progress import Throttled
 from wfctl.runtime import serde
 from wfctl.world import codec, model
@@ -383,3 +383,65 @@ def _print_bulk(st: State, report: bulk.BulkReport, sample: int) -> None:
     st.output.data(f"wfctl runs {verb}: {counts} in {report.seconds:.1f} s")
     if report.stopped:
         st.output.message(f"wfctl runs {verb}: stopped: {report.stopped}")
+
+
+@runs_app.command("fork")
+def fork_run(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    from_step: Annotated[
+        str | None,
+        typer.Option(
+            "--from-step",
+            metavar="STEP",
+            help="Re-execute from this step (its id, or its number in creation order, 1 ="
+            " first); earlier steps are copied. Default: rerun from the start.",
+        ),
+    ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option("--queue", help="Python runs: worker queue (default: the source's)."),
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only show what the fork would copy.")
+    ] = False,
+    job_prefix: Annotated[
+        str,
+        typer.Option("--job-prefix", envvar="WORKFLOW_POSTGRES_JOB_PREFIX", help="Job prefix."),
+    ] = "workflow_",
+) -> None:
+    """Fork (rerun) a run: a new run with the same input, queued where the source was.
+
+    Python runs can fork from a step: the events before it are copied (correlation ids
+    rewritten for the new run), so earlier steps replay from the copy and the chosen step
+    and the rest run again. Node runs rerun from the start only, as a new run with the
+    source's input and a job under the same job prefix. One transaction, audited. Refused:
+    a prefix holding hooks, or a step that is still running at the cut (parallel steps).
+    Exit 0 forked, 2 refused, 64 usage.
+
+    [bold]Examples[/bold]
+      wfctl runs fork wrun_01J... --reason "rerun after the fix"
+      wfctl runs fork wrun_01J... --from-step 3 --reason "INC-9 redo the charge" --dry-run
+    """
+    st = state(ctx)
+    fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    reason_text = (reason or "").strip()
+    if not dry_run and not reason_text:
+        raise UsageError("runs fork needs --reason TEXT (it is kept in the audit log)")
+    with runtime_store(st, allow_node_peer=True) as store:
+        world = model.inspect(store.conn, with_drift=False)
+        forked = fork.plan(store, world, run_id, from_step, queue=queue, job_prefix=job_prefix)
+        audit_id = None if dry_run else fork.apply(store, world, forked, reason_text)
+    result = {**forked.as_dict(), "applied": not dry_run, "audit_id": audit_id}
+    if fmt is Format.JSON:
+        st.output.json(result)
+        return
+    verb = "would fork" if dry_run else "forked"
+    st.output.data(
+        f"{run_id} {verb} as {forked.run_id} ({forked.runtime} run, queue {forked.queue}):"
+        f" {result['copied_steps']} steps copied, re-executing from "
+        f"{forked.from_step or 'the start'}"
+    )
