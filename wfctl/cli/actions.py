@@ -7,6 +7,7 @@ to confirm with the count in front of them, and a script must say --yes.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -31,3 +32,21 @@ def confirm(question: str, yes: bool) -> None:
         raise UsageError("--apply without a terminal needs --yes")
     if not typer.confirm(question, err=True):
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
+
+
+# The options these commands share, declared once.
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Only count and show (the default).")]
+JobPrefix = Annotated[
+    str,
+    typer.Option(
+        "--job-prefix",
+        envvar="WORKFLOW_POSTGRES_JOB_PREFIX",
+        help="The world's graphile job prefix (task <prefix>flows).",
+    ),
+]
+MaxTime = Annotated[
+    str | None, typer.Option("--max-time", help="Stop starting new work after this long.")
+]
+Sample = Annotated[int, typer.Option("--sample", min=0, help="Matched runs shown.")]
+Batch = Annotated[int, typer.Option("--batch", min=1, help="Runs per progress step.")]

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -30,8 +30,10 @@ from wfctl.runtime.api import Workflows
 from wfctl.runtime.executor import Executor
 from wfctl.runtime.store import TERMINAL, Store
 from wfctl.worker import queue as q
-from wfctl.worker.metrics import WorkerMetrics
 from wfctl.world import ids
+
+if TYPE_CHECKING:  # prometheus-client is imported only by a worker that serves metrics
+    from wfctl.worker.metrics import WorkerMetrics
 
 Connect = Callable[[], psycopg.Connection[Any]]
 

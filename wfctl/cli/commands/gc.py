@@ -7,7 +7,7 @@ from typing import Annotated
 import psycopg
 import typer
 
-from wfctl.cli.actions import apply_flags, confirm
+from wfctl.cli.actions import DryRun, JobPrefix, MaxTime, Yes, apply_flags, confirm
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
@@ -28,27 +28,19 @@ def gc_command(
         ),
     ] = "30d",
     apply: Annotated[bool, typer.Option("--apply", help="Delete (default: a dry run).")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Only count what would go (the default).")
-    ] = False,
+    dry_run: DryRun = False,
     reason: Annotated[
         str | None, typer.Option("--reason", help="Why (kept in the audit log); with --apply.")
     ] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: Yes = False,
     batch: Annotated[
         int, typer.Option("--batch", min=1, max=100_000, help="Runs per transaction.")
     ] = 500,
-    max_time: Annotated[
-        str | None,
-        typer.Option("--max-time", help="Stop starting batches after this long (e.g. 10m)."),
-    ] = None,
+    max_time: MaxTime = None,
     pause: Annotated[
         str, typer.Option("--pause", help="Sleep between batches, to spare a busy primary.")
     ] = "0s",
-    job_prefix: Annotated[
-        str,
-        typer.Option("--job-prefix", envvar="WORKFLOW_POSTGRES_JOB_PREFIX", help="Job prefix."),
-    ] = "workflow_",
+    job_prefix: JobPrefix = "workflow_",
 ) -> None:
     """Delete terminal runs whose completion is older than --older-than, with their events,
     steps, waits, hooks, stream chunks, slot marker and queue jobs.

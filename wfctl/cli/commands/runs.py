@@ -9,7 +9,16 @@ import psycopg
 import typer
 
 from wfctl import sql
-from wfctl.cli.actions import apply_flags, confirm
+from wfctl.cli.actions import (
+    Batch,
+    DryRun,
+    JobPrefix,
+    MaxTime,
+    Sample,
+    Yes,
+    apply_flags,
+    confirm,
+)
 from wfctl.cli.app import State, app, state
 from wfctl.cli.commands.run import runtime_store
 from wfctl.cli.output import Format
@@ -210,19 +219,12 @@ def cancel_run(
     apply: Annotated[
         bool, typer.Option("--apply", help="With --where: cancel (default: a dry run).")
     ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="With --where: only count and sample.")
-    ] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    sample: Annotated[int, typer.Option("--sample", min=0, help="Matched runs shown.")] = 10,
-    batch: Annotated[int, typer.Option("--batch", min=1, help="Runs per progress step.")] = 100,
-    max_time: Annotated[
-        str | None, typer.Option("--max-time", help="Stop starting runs after this long.")
-    ] = None,
-    job_prefix: Annotated[
-        str,
-        typer.Option("--job-prefix", envvar="WORKFLOW_POSTGRES_JOB_PREFIX", help="Job prefix."),
-    ] = "workflow_",
+    dry_run: DryRun = False,
+    yes: Yes = False,
+    sample: Sample = 10,
+    batch: Batch = 100,
+    max_time: MaxTime = None,
+    job_prefix: JobPrefix = "workflow_",
 ) -> None:
     """Cancel one run, or every live run a --where filter selects.
 
@@ -273,20 +275,15 @@ def wake_runs(
         typer.Option("--where", help=WHERE_HELP + ", error=TEXT (in the jobs' last_error)"),
     ] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Redrive (default: a dry run).")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count and sample.")] = False,
+    dry_run: DryRun = False,
     reason: Annotated[
         str | None, typer.Option("--reason", help="Why (kept in the audit log); with --apply.")
     ] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    sample: Annotated[int, typer.Option("--sample", min=0, help="Matched runs shown.")] = 10,
-    batch: Annotated[int, typer.Option("--batch", min=1, help="Runs per progress step.")] = 100,
-    max_time: Annotated[
-        str | None, typer.Option("--max-time", help="Stop starting runs after this long.")
-    ] = None,
-    job_prefix: Annotated[
-        str,
-        typer.Option("--job-prefix", envvar="WORKFLOW_POSTGRES_JOB_PREFIX", help="Job prefix."),
-    ] = "workflow_",
+    yes: Yes = False,
+    sample: Sample = 10,
+    batch: Batch = 100,
+    max_time: MaxTime = None,
+    job_prefix: JobPrefix = "workflow_",
 ) -> None:
     """Redrive dead-lettered runs: live runs whose queue jobs all used their attempts.
 
@@ -408,10 +405,7 @@ def fork_run(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only show what the fork would copy.")
     ] = False,
-    job_prefix: Annotated[
-        str,
-        typer.Option("--job-prefix", envvar="WORKFLOW_POSTGRES_JOB_PREFIX", help="Job prefix."),
-    ] = "workflow_",
+    job_prefix: JobPrefix = "workflow_",
 ) -> None:
     """Fork (rerun) a run: a new run with the same input, queued where the source was.
 

@@ -21,7 +21,6 @@ from wfctl.errors import UsageError, WfctlError
 from wfctl.runtime.api import WorkflowDef, Workflows
 from wfctl.worker import queue as q
 from wfctl.worker.daemon import Worker, WorkerConfig
-from wfctl.worker.metrics import WorkerMetrics
 
 
 def load_registry(spec: str) -> Workflows:
@@ -158,6 +157,8 @@ def worker_command(
 
     metrics = None
     if metrics_port is not None:
+        from wfctl.worker.metrics import WorkerMetrics  # only a metrics worker pays for it
+
         metrics = WorkerMetrics(connect_worker)
         try:
             metrics.serve(metrics_port, metrics_addr)
