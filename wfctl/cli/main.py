@@ -23,6 +23,7 @@ from wfctl.cli.commands import (  # noqa: F401  (importing a command module regi
     completion,
     doctor,
     embedded,
+    gc,
     hooks,
     info,
     migrate,

@@ -165,6 +165,9 @@ class CheckResult:
     message: str = ""  # why UNKNOWN / NOT_APPLICABLE
     seconds: float = 0.0
     worst: Severity | None = None  # of the actionable findings
+    # The earliest observed_at over ALL actionable findings (not only the samples): how long
+    # the oldest one has been waiting, for an age gauge an alert can threshold.
+    oldest_observed: datetime | None = None
 
     def add(self, finding: Finding, limit: int) -> None:
         """Count a finding; keep it as a sample while fewer than `limit` are kept."""
@@ -175,6 +178,9 @@ class CheckResult:
             severity = finding.severity or self.check.severity
             if self.worst is None or _RANK[severity] < _RANK[self.worst]:
                 self.worst = severity
+            seen = finding.observed_at
+            if seen is not None and (self.oldest_observed is None or seen < self.oldest_observed):
+                self.oldest_observed = seen
         if len(self.samples) < limit:
             self.samples.append(finding)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC
 
 from wfctl.doctor.base import CheckResult, Status
 from wfctl.doctor.runner import Report
@@ -84,6 +85,30 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+STRANDED = "WF133"
+
+
+def _stranded_age(report: Report) -> list[str]:
+    """Age of the oldest stranded run (WF133: live, and nothing will ever wake it), from its
+    run row's updated_at, a JS-written UTC wall-clock column (0 when there is none). A count
+    says how many; this says how long the oldest customer has waited, which is what to page on.
+    Absent when WF133 did not run (not selected, no queue, or it failed)."""
+    result = next((r for r in report.results if r.check.code == STRANDED), None)
+    if result is None or result.status in (Status.UNKNOWN, Status.NOT_APPLICABLE):
+        return []
+    age = 0.0
+    if result.oldest_observed is not None:
+        seen = result.oldest_observed
+        seen = seen if seen.tzinfo else seen.replace(tzinfo=UTC)
+        age = max(0.0, (report.started_at - seen).total_seconds())
+    return [
+        "# HELP wfctl_doctor_oldest_stranded_run_age_seconds Seconds since the oldest stranded"
+        " run (WF133) last changed; 0 when none.",
+        "# TYPE wfctl_doctor_oldest_stranded_run_age_seconds gauge",
+        f"wfctl_doctor_oldest_stranded_run_age_seconds {age:.3f}",
+    ]
+
+
 def prometheus(report: Report) -> str:
     """Text exposition format: per-check gauges plus run metadata."""
     lines = [
@@ -111,6 +136,7 @@ def prometheus(report: Report) -> str:
             value = 1 if r.status is status else 0
             labels = f'code="{r.check.code}",status="{status.value}"'
             lines.append(f"wfctl_doctor_check_status{{{labels}}} {value}")
+    lines += _stranded_age(report)
     lines += [
         "# HELP wfctl_doctor_exit_code The exit code doctor returned (0 ok .. 3 unknown).",
         "# TYPE wfctl_doctor_exit_code gauge",

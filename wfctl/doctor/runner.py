@@ -133,6 +133,7 @@ def run(
     checks: list[Check],
     options: DoctorOptions,
     on_check: Callable[[Check], None] | None = None,
+    on_finding: Callable[[Finding], None] | None = None,
 ) -> Report:
     """Run `checks` and return the report.
 
@@ -149,7 +150,7 @@ def run(
     for check in checks:
         if on_check:
             on_check(check)
-        report.results.append(_run_one(conn, world, check, era, params, options.limit))
+        report.results.append(_run_one(conn, world, check, era, params, options.limit, on_finding))
     report.seconds = time.perf_counter() - started
     return report
 
@@ -161,6 +162,7 @@ def _run_one(
     era: str,
     params: dict[str, Any],
     limit: int,
+    on_finding: Callable[[Finding], None] | None = None,
 ) -> CheckResult:
     result = CheckResult(check)
     missing = _missing_needs(check, world)
@@ -172,9 +174,14 @@ def _run_one(
         with conn.transaction():  # a savepoint: a failing check leaves the others intact
             with conn.cursor() as cur:
                 for row in cur.stream(sql.load(check.sql_name(era)), params, size=FETCH_SIZE):
-                    result.add(Finding(check.code, *row), limit)
+                    finding = Finding(check.code, *row)
+                    result.add(finding, limit)
+                    if on_finding:
+                        on_finding(finding)
             for finding in check.extra_findings(conn, era):
                 result.add(finding, limit)
+                if on_finding:
+                    on_finding(finding)
     except pgerrors.InsufficientPrivilege as exc:
         result.status = Status.UNKNOWN
         result.message = f"insufficient privilege: {_first_line(exc)}"
@@ -185,6 +192,16 @@ def _run_one(
         result.status = Status.UNKNOWN
         result.message = f"{type(exc).__name__}: {_first_line(exc)}"
     result.seconds = time.perf_counter() - started
+    result.settle()
+    return result
+
+
+def empty_result(check: Check, world: World) -> CheckResult:
+    """A check's result over no runs at all (an incremental pass with nothing to look at)."""
+    result = CheckResult(check)
+    missing = _missing_needs(check, world)
+    if missing:
+        result.status, result.message = Status.NOT_APPLICABLE, missing
     result.settle()
     return result
 

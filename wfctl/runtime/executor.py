@@ -26,7 +26,7 @@ import inspect
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -69,6 +69,7 @@ class _Result:
     value: bytes | None = None
     exc: BaseException | None = None
     finished: int = 0
+    started: int = field(default_factory=time.monotonic_ns)
 
 
 class Unseen(Exception):
@@ -155,8 +156,11 @@ class Executor:
         log: Callable[[str], None] | None = None,
         stop: Callable[[], bool] | None = None,
         on_blocked: Callable[[str], None] | None = None,
+        on_step: Callable[[float, bool], None] | None = None,
     ) -> None:
         self.registry = registry
+        # Told each step attempt's body wall time and whether it returned (worker metrics).
+        self.on_step = on_step
         self.store = store
         self.log = log or (lambda _m: None)
         # Told each time the run blocks on a sleep, a hook or a retry delay, with nothing
@@ -411,7 +415,7 @@ class Executor:
             cmd, attempt = to_run[0]
             step = self.registry.step_by_name(cmd.step_name)
             if step is not None and not step.is_async and step.timeout is None:
-                return [self._run_sync(cmd, attempt)]
+                return self._observed([self._run_sync(cmd, attempt)])
         loop = self._aloop or asyncio.new_event_loop()
         self._aloop = loop
 
@@ -421,7 +425,13 @@ class Executor:
             )
 
         results = loop.run_until_complete(run_all())
-        return sorted(results, key=lambda r: r.finished)
+        return self._observed(sorted(results, key=lambda r: r.finished))
+
+    def _observed(self, results: list[_Result]) -> list[_Result]:
+        if self.on_step is not None:
+            for res in results:
+                self.on_step((res.finished - res.started) / 1e9, res.exc is None)
+        return results
 
     def _step_args(self, cmd: eng.StartStep) -> list[Any]:
         args = serde.loads(cmd.input)

@@ -262,29 +262,37 @@ class Store:
     def cancel(self, run_id: str, reason: str | None) -> str:
         """run_cancelled: row, waits, hooks and event in one transaction. Returns the status
         found ('cancelled' when it was already cancelled: nothing is written then)."""
-        with self._transaction() as conn:
-            row = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
-            if row is None:
-                raise LookupError(f"no run {run_id}")
-            status = str(row[1])
-            if status in TERMINAL:
-                return status
-            conn.execute(
-                sql.load("runtime/finish_run"),
-                {
-                    "run_id": run_id,
-                    "status": "cancelled",
-                    "output_cbor": None,
-                    "error_cbor": None,
-                    "error_code": None,
-                },
-            )
-            self._delete_children(conn, run_id)
-            if self.queued:
-                conn.execute(sql.load("worker/dequeue"), {"run_id": run_id})
-            data = {"cancelReason": reason[:512]} if reason else None
-            self.writer.append(conn, run_id, "run_cancelled", None, data, _spec(row[3]))
+        with self._transaction():
+            status, _ = self.cancel_in_transaction(run_id, reason)
         return status
+
+    def cancel_in_transaction(self, run_id: str, reason: str | None) -> tuple[str, str | None]:
+        """The cancel's statements in the caller's open transaction (bulk cancel adds its
+        guards, job removal and audit row to the same one). Returns the status found and the
+        run_cancelled event id (None when the run had already ended: nothing written)."""
+        conn = self.conn
+        row = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
+        if row is None:
+            raise LookupError(f"no run {run_id}")
+        status = str(row[1])
+        if status in TERMINAL:
+            return status, None
+        conn.execute(
+            sql.load("runtime/finish_run"),
+            {
+                "run_id": run_id,
+                "status": "cancelled",
+                "output_cbor": None,
+                "error_cbor": None,
+                "error_code": None,
+            },
+        )
+        self._delete_children(conn, run_id)
+        if self.queued:
+            conn.execute(sql.load("worker/dequeue"), {"run_id": run_id})
+        data = {"cancelReason": reason[:512]} if reason else None
+        written = self.writer.append(conn, run_id, "run_cancelled", None, data, _spec(row[3]))
+        return status, written.id
 
     def resume_hook(self, token: str, payload: bytes) -> tuple[str, str]:
         """hook_received for the hook holding `token`, in one transaction that locks the run

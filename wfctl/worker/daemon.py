@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -31,6 +31,9 @@ from wfctl.runtime.registry import Workflows
 from wfctl.runtime.store import TERMINAL, Store
 from wfctl.worker import queue as q
 from wfctl.world import ids
+
+if TYPE_CHECKING:  # prometheus-client is imported only by a worker that serves metrics
+    from wfctl.worker.metrics import WorkerMetrics
 
 Connect = Callable[[], psycopg.Connection[Any]]
 
@@ -54,8 +57,10 @@ class Worker:
         *,
         log: Callable[[str], None] | None = None,
         debug: Callable[[str], None] | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.registry = registry
+        self.metrics = metrics
         self.connect = connect
         self.config = config or WorkerConfig()
         self.log = log or (lambda _m: None)
@@ -175,7 +180,13 @@ class Worker:
     def _serve(self, conn: psycopg.Connection[Any]) -> None:
         cfg = self.config
         store = Store(conn)
-        executor = Executor(self.registry, store, log=self.debug, stop=self._stopping.is_set)
+        executor = Executor(
+            self.registry,
+            store,
+            log=self.debug,
+            stop=self._stopping.is_set,
+            on_step=self.metrics.step if self.metrics else None,
+        )
         try:
             while not self.stopping:
                 with self._cond:
@@ -204,6 +215,8 @@ class Worker:
         with self._held_lock:
             self._held[claim.run_id] = claim
         self.drives += 1
+        if self.metrics:
+            self.metrics.replays.inc()
         ready_at: datetime | None
         try:
             try:
@@ -289,6 +302,8 @@ class Worker:
                     # (or released by its slot since `held`): the run lock still guards it
                     self.debug(f"wfctl worker: not renewed: {', '.join(sorted(lost))}")
                 recovered = q.recover(conn)
+                if recovered and recovered[0] and self.metrics:
+                    self.metrics.lease_expiries.inc(recovered[0])
                 if recovered and (recovered[0] or recovered[1]):
                     self.log(
                         f"wfctl worker: recovery: {recovered[0]} run(s) past their lease "

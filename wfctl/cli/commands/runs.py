@@ -2,23 +2,41 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Any
 
+import psycopg
 import typer
 
 from wfctl import sql
-from wfctl.cli.app import app, state
+from wfctl.cli.actions import (
+    Batch,
+    DryRun,
+    JobPrefix,
+    MaxTime,
+    Sample,
+    Yes,
+    apply_flags,
+    confirm,
+)
+from wfctl.cli.app import State, app, state
 from wfctl.cli.commands.run import runtime_store
 from wfctl.cli.output import Format, timestamp
-from wfctl.errors import ExitStatus, UsageError, WfctlError
+from wfctl.connection.db import connect, query_error, read_only
+from wfctl.durations import parse_duration
+from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
+from wfctl.ops import bulk, fork
+from wfctl.ops.progress import Throttled
 from wfctl.runtime import serde
 from wfctl.runtime.engine import short_name
-from wfctl.world import codec
+from wfctl.world import codec, model
 
 runs_app = typer.Typer(
-    help="List, inspect and cancel workflow runs.\n\n[bold]Examples[/bold]\n"
+    help="List, inspect, cancel and wake workflow runs.\n\n[bold]Examples[/bold]\n"
     "  wfctl runs list --status running\n  wfctl runs show wrun_01J...\n"
-    "  wfctl runs cancel wrun_01J... --reason 'customer asked'",
+    "  wfctl runs cancel wrun_01J... --reason 'customer asked'\n"
+    "  wfctl runs cancel --where workflow='*import*' --where older-than=1d\n"
+    "  wfctl runs wake --where error=ECONNREFUSED",
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
@@ -188,22 +206,56 @@ def show_run(
     )
 
 
+WHERE_HELP = (
+    "Filter term KEY=VALUE (repeatable, ANDed): workflow=GLOB, status=pending|running,"
+    " older-than=D, newer-than=D (creation age), error-code=CODE"
+)
+
+
 @runs_app.command("cancel")
 def cancel_run(
     ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    run_id: Annotated[str | None, typer.Argument(metavar="[RUN_ID]")] = None,
     reason: Annotated[
-        str | None, typer.Option("--reason", help="Recorded in run_cancelled (<= 512 chars).")
+        str | None,
+        typer.Option("--reason", help="Recorded in run_cancelled (<= 512 chars) and the audit."),
     ] = None,
+    where: Annotated[list[str] | None, typer.Option("--where", help=WHERE_HELP)] = None,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="With --where: cancel (default: a dry run).")
+    ] = False,
+    dry_run: DryRun = False,
+    yes: Yes = False,
+    sample: Sample = 10,
+    batch: Batch = 100,
+    max_time: MaxTime = None,
+    job_prefix: JobPrefix = "workflow_",
 ) -> None:
-    """Cancel a pending or running run: its row, waits, hooks and run_cancelled in one
-    transaction. Exit 0 cancelled, 2 when the run had already ended.
+    """Cancel one run, or every live run a --where filter selects.
+
+    One run: its row, waits, hooks and run_cancelled in one transaction; exit 0 cancelled,
+    2 when the run had already ended. By filter: a dry run showing the count and a sample
+    unless --apply (with --reason, and --yes without a terminal); each run is then locked,
+    re-checked against the filter and cancelled in its own transaction (run row, waits,
+    hooks, run_cancelled, its unlocked queue jobs, an audit row). An empty filter is
+    refused. Exit 0 done, 1 stopped by --max-time or runs busy (rerun), 64 usage.
 
     [bold]Examples[/bold]
       wfctl runs cancel wrun_01J... --reason "duplicate order"
+      wfctl runs cancel --where workflow='*checkout*' --where older-than=2h
+      wfctl runs cancel --where status=pending --where older-than=1d --apply \\
+          --reason "INC-42 stuck imports" --yes
     """
     st = state(ctx)
     st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    if where:
+        if run_id is not None:
+            raise UsageError("give a RUN_ID or --where, not both")
+        bulk_command(st, bulk.ACTIONS["cancel"], where, apply, dry_run, reason, yes, sample,
+                     bulk.BulkOptions(batch, _budget(max_time), job_prefix))  # fmt: skip
+        return
+    if run_id is None:
+        raise UsageError("give a RUN_ID, or --where KEY=VALUE to select runs")
     with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         try:
             before = store.cancel(run_id, reason)
@@ -218,3 +270,177 @@ def cancel_run(
         )
     if not cancelled:
         raise typer.Exit(int(ExitStatus.CRITICAL))
+
+
+@runs_app.command("wake")
+def wake_runs(
+    ctx: typer.Context,
+    where: Annotated[
+        list[str] | None,
+        typer.Option("--where", help=WHERE_HELP + ", error=TEXT (in the jobs' last_error)"),
+    ] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Redrive (default: a dry run).")] = False,
+    dry_run: DryRun = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log); with --apply.")
+    ] = None,
+    yes: Yes = False,
+    sample: Sample = 10,
+    batch: Batch = 100,
+    max_time: MaxTime = None,
+    job_prefix: JobPrefix = "workflow_",
+) -> None:
+    """Redrive dead-lettered runs: live runs whose queue jobs all used their attempts.
+
+    Such a run is never delivered again (doctor reports WF134). A dry run shows the count
+    and a sample with the jobs' last error unless --apply; then each run is locked,
+    re-checked and its spent jobs get their deliveries back in one transaction (graphile's
+    reschedule_jobs: attempts 0, due now, payload and key untouched), with an audit row.
+    Fix the cause first (the last error says what failed). An empty filter is refused.
+    Exit 0 done, 1 stopped by --max-time or runs busy, 64 usage.
+
+    [bold]Examples[/bold]
+      wfctl runs wake --where status=running
+      wfctl runs wake --where error=ECONNREFUSED --apply --reason "INC-7 API back" --yes
+    """
+    st = state(ctx)
+    st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    bulk_command(st, bulk.ACTIONS["wake"], where or [], apply, dry_run, reason, yes, sample,
+                 bulk.BulkOptions(batch, _budget(max_time), job_prefix))  # fmt: skip
+
+
+def _budget(max_time: str | None) -> timedelta | None:
+    return parse_duration(max_time, "--max-time") if max_time else None
+
+
+def bulk_command(
+    st: State,
+    action: bulk.Action,
+    where: list[str],
+    apply: bool,
+    dry_run: bool,
+    reason: str | None,
+    yes: bool,
+    sample: int,
+    options: bulk.BulkOptions,
+) -> None:
+    """Shared by cancel and wake: filter, count and sample, confirm, act, report."""
+    reason_text = apply_flags(apply, dry_run, reason)
+    flt = bulk.parse_where(where, allow_error=action.name == "wake")
+    with connect(st.target, autocommit=True) as conn:
+        try:
+            with read_only(conn):
+                world = model.inspect(conn, with_drift=False)
+            world.require_known()
+            if action.name == "wake" and not world.has_graphile:
+                raise RefusedError("graphile_worker is not installed here: no dead letters")
+            runs = bulk.matched(conn, action, flt, options)
+            if not apply:
+                report = bulk.BulkReport(action.name, False, flt.text, runs)
+            else:
+                st.output.message(f"wfctl runs {action.name}: {len(runs):,} runs match")
+                if runs:
+                    _show_sample(st, runs, sample)
+                    confirm(f"{action.name.capitalize()} {len(runs):,} runs?", yes)
+                progress = Throttled(st.output.message)
+                report = bulk.apply(
+                    conn, world, action, flt, options, runs, reason=reason_text,
+                    on_batch=lambda r: progress(
+                        f"wfctl runs {action.name}: {len(r.outcomes):,}/{len(r.matched):,} runs,"
+                        f" {r.counts}"
+                    ),
+                )  # fmt: skip
+        except psycopg.Error as exc:
+            raise query_error(exc, st.target, f"bulk {action.name}") from None
+    if st.output.format is Format.JSON:
+        st.output.json(report.as_dict(sample))
+    else:
+        _print_bulk(st, report, sample)
+    raise typer.Exit(int(ExitStatus.OK if report.complete else ExitStatus.WARNING))
+
+
+def _show_sample(st: State, runs: list[bulk.Selected], sample: int) -> None:
+    for s in runs[:sample]:
+        st.output.message(f"  {s.run_id} {s.status} {s.name} created {s.created_at} {s.detail}")
+    if len(runs) > sample:
+        st.output.message(f"  ... and {len(runs) - sample:,} more")
+
+
+def _print_bulk(st: State, report: bulk.BulkReport, sample: int) -> None:
+    verb = report.action
+    if not report.applied:
+        st.output.data(
+            f"wfctl runs {verb}: {len(report.matched):,} runs match {' AND '.join(report.filter)}"
+            " (dry run: nothing changed; add --apply --reason TEXT)"
+        )
+        st.output.table(
+            ["run", "status", "workflow", "created", "detail"],
+            [(s.run_id, s.status, s.name, str(s.created_at), s.detail) for s in
+             report.matched[:sample]],
+        )  # fmt: skip
+        return
+    for o in report.outcomes:
+        st.output.data(f"{o.run_id}: {o.outcome}" + (f" ({o.detail})" if o.detail else ""))
+    counts = ", ".join(f"{k}={v}" for k, v in sorted(report.counts.items())) or "none"
+    st.output.data(f"wfctl runs {verb}: {counts} in {report.seconds:.1f} s")
+    if report.stopped:
+        st.output.message(f"wfctl runs {verb}: stopped: {report.stopped}")
+
+
+@runs_app.command("fork")
+def fork_run(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    from_step: Annotated[
+        str | None,
+        typer.Option(
+            "--from-step",
+            metavar="STEP",
+            help="Re-execute from this step (its id, or its number in creation order, 1 ="
+            " first); earlier steps are copied. Default: rerun from the start.",
+        ),
+    ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option("--queue", help="Python runs: worker queue (default: the source's)."),
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only show what the fork would copy.")
+    ] = False,
+    job_prefix: JobPrefix = "workflow_",
+) -> None:
+    """Fork (rerun) a run: a new run with the same input, queued where the source was.
+
+    Python runs can fork from a step: the events before it are copied (correlation ids
+    rewritten for the new run), so earlier steps replay from the copy and the chosen step
+    and the rest run again. Node runs rerun from the start only, as a new run with the
+    source's input and a job under the same job prefix. One transaction, audited. Refused:
+    a prefix holding hooks, or a step that is still running at the cut (parallel steps).
+    Exit 0 forked, 2 refused, 64 usage.
+
+    [bold]Examples[/bold]
+      wfctl runs fork wrun_01J... --reason "rerun after the fix"
+      wfctl runs fork wrun_01J... --from-step 3 --reason "INC-9 redo the charge" --dry-run
+    """
+    st = state(ctx)
+    fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    reason_text = (reason or "").strip()
+    if not dry_run and not reason_text:
+        raise UsageError("runs fork needs --reason TEXT (it is kept in the audit log)")
+    with runtime_store(st, allow_node_peer=True) as store:
+        world = model.inspect(store.conn, with_drift=False)
+        forked = fork.plan(store, world, run_id, from_step, queue=queue, job_prefix=job_prefix)
+        audit_id = None if dry_run else fork.apply(store, world, forked, reason_text)
+    result = {**forked.as_dict(), "applied": not dry_run, "audit_id": audit_id}
+    if fmt is Format.JSON:
+        st.output.json(result)
+        return
+    verb = "would fork" if dry_run else "forked"
+    st.output.data(
+        f"{run_id} {verb} as {forked.run_id} ({forked.runtime} run, queue {forked.queue}):"
+        f" {result['copied_steps']} steps copied, re-executing from "
+        f"{forked.from_step or 'the start'}"
+    )

@@ -95,6 +95,19 @@ def worker_command(
             "on this database would fail every active Python run).",
         ),
     ] = False,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            min=1,
+            max=65535,
+            envvar="WFCTL_METRICS_PORT",
+            help="Serve Prometheus metrics on http://ADDR:PORT/metrics.",
+        ),
+    ] = None,
+    metrics_addr: Annotated[
+        str, typer.Option("--metrics-addr", help="Address the metrics endpoint binds.")
+    ] = "0.0.0.0",
 ) -> None:
     """Run workflows from the queue, or (`status`) show workers and queues.
 
@@ -113,8 +126,13 @@ def worker_command(
       wfctl worker myapp.flows
       wfctl worker myapp.flows:wf -c 16 --queue payments --limit checkout=4
       wfctl --dsn postgresql://ops@db/app worker docs/examples/checkout.py
+      wfctl worker myapp.flows --metrics-port 9464
       wfctl worker status
       wfctl --format json worker status
+
+    With --metrics-port: steps (counter by outcome, duration histogram), replays, lease
+    expiries, and read at scrape time runs by status, queue depth by state and the oldest
+    ready run's age (docs/cli.md lists the metric names).
     """
     st = state(ctx)
     if target == "status":
@@ -137,7 +155,24 @@ def worker_command(
     def connect_worker() -> psycopg.Connection[Any]:
         return connect(st.target, autocommit=True)
 
-    worker = Worker(registry, connect_worker, config, log=st.output.message, debug=st.output.debug)
+    metrics = None
+    if metrics_port is not None:
+        from wfctl.worker.metrics import WorkerMetrics  # only a metrics worker pays for it
+
+        metrics = WorkerMetrics(connect_worker)
+        try:
+            metrics.serve(metrics_port, metrics_addr)
+        except OSError as exc:
+            raise UsageError(f"--metrics-port {metrics_port}: cannot listen: {exc}") from None
+        st.output.message(f"wfctl worker: metrics on http://{metrics_addr}:{metrics_port}/metrics")
+    worker = Worker(
+        registry,
+        connect_worker,
+        config,
+        log=st.output.message,
+        debug=st.output.debug,
+        metrics=metrics,
+    )
     signals = {"count": 0}
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:

@@ -1,0 +1,168 @@
+"""`doctor --incremental`: check only the runs touched since the last verified pass.
+
+The first pass is a full `--all`. It records a watermark (wfctl.doctor_watermark, created on
+first use: only this option ever writes) and the runs that had a finding. Each later pass
+checks, with the `--all` semantics:
+- the history checks (every run-scoped check) on the runs touched since the watermark
+  (touched_runs.sql: any event, any run / step / wait / hook row created or updated) plus
+  every run flagged last time (a finding can clear without a write, e.g. by a deletion, or
+  leave the in-flight window by mere age);
+- the queue checks and the catalog check in full (they read small tables, and their state
+  changes with time and with job rows, not with run rows).
+A run with no finding last time and no change since cannot have one now: every check is a
+function of the run's rows and events, and of age only through the in-flight split, which
+only flagged runs can cross. So the report equals a full `--all` on the same world
+(tests/test_doctor_incremental.py). The watermark is taken before anything is read and
+never later than the oldest open transaction's start, so a write committing during the
+pass is seen by the next one. A pass where a history check could not run (UNKNOWN) keeps
+the old watermark: its runs are checked again next time.
+
+Clocks: DB-default columns are compared with the watermark in the session clock; JS-written
+columns (updated_at, ULID ids) with it in UTC minus the clock skew tolerated between the
+application hosts and the database (`--clock-skew`, default SKEW).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from wfctl import __version__, sql
+from wfctl.doctor import runner
+from wfctl.doctor.base import Check, Finding, Needs, Status
+from wfctl.world import ids
+from wfctl.world.model import World
+
+SCOPE = "all"
+SKEW = timedelta(minutes=5)
+FULL_ALWAYS = ("WF151",)  # catalog drift: not about runs
+
+
+@dataclass(frozen=True)
+class Mark:
+    verified_to: datetime
+    verified_to_utc: datetime
+
+
+@dataclass
+class Pass:
+    """What an incremental pass did, beside the report."""
+
+    full: bool  # no watermark yet: a full --all pass
+    previous: Mark | None
+    mark: Mark
+    touched: int = 0  # runs in the incremental scope (touched + flagged)
+    flagged: set[str] = field(default_factory=set)
+    saved: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "full_pass": self.full,
+            "since": self.previous.verified_to.isoformat() if self.previous else None,
+            "watermark": self.mark.verified_to.isoformat(),
+            "runs_checked": None if self.full else self.touched,
+            "runs_flagged": len(self.flagged),
+            "watermark_saved": self.saved,
+        }
+
+
+def is_history(check: Check) -> bool:
+    """Run-scoped checks, restricted to the touched runs; the rest run in full."""
+    return Needs.QUEUE not in check.needs and check.code not in FULL_ALWAYS
+
+
+def run(
+    conn: psycopg.Connection[Any],
+    world: World,
+    checks: list[Check],
+    options: runner.DoctorOptions,
+    skew: timedelta = SKEW,
+) -> tuple[runner.Report, Pass]:
+    """The pass, inside the caller's READ ONLY transaction; `save` records it afterwards."""
+    previous, flagged = _read(conn)
+    row = conn.execute(sql.load("doctor/watermark_now")).fetchone()
+    assert row is not None
+    done = Pass(full=previous is None, previous=previous, mark=Mark(row[0], row[1]))
+    full_options = replace(options, all_runs=True, run_ids=(), since=None)
+
+    history_codes = {c.code for c in checks if is_history(c)}
+
+    def flag(finding: Finding) -> None:
+        """Runs with a history finding are re-checked next pass (the rest run in full)."""
+        if finding.run_id is not None and finding.code in history_codes:
+            done.flagged.add(finding.run_id)
+
+    if previous is None:
+        report = runner.run(conn, world, checks, full_options, on_finding=flag)
+        return report, done
+    scope = _touched(conn, world, previous, skew) | flagged
+    done.touched = len(scope)
+    history = [c for c in checks if is_history(c)]
+    others = [c for c in checks if not is_history(c)]
+    parts: dict[str, Any] = {}
+    if history and scope:
+        scoped = replace(full_options, run_ids=tuple(sorted(scope)))
+        part = runner.run(conn, world, history, scoped, on_finding=flag)
+        parts.update({r.check.code: r for r in part.results})
+    else:  # nothing touched, nothing flagged: the history checks have nothing to find
+        parts.update({c.code: runner.empty_result(c, world) for c in history})
+    if others:
+        part = runner.run(conn, world, others, full_options)
+        parts.update({r.check.code: r for r in part.results})
+    report = runner.Report(world, full_options)
+    report.results = [parts[c.code] for c in checks]
+    report.seconds = sum(r.seconds for r in report.results)
+    return report, done
+
+
+def save(conn: psycopg.Connection[Any], report: runner.Report, done: Pass) -> None:
+    """Record the pass (own transaction), unless a history check could not run."""
+    if any(r.status is Status.UNKNOWN and is_history(r.check) for r in report.results):
+        return
+    with conn.transaction():
+        conn.execute(sql.load("doctor/watermark_ddl"))
+        conn.execute(
+            sql.load("doctor/watermark_write"),
+            {
+                "scope": SCOPE,
+                "verified_to": done.mark.verified_to,
+                "verified_to_utc": done.mark.verified_to_utc,
+                "full_pass": done.full,
+                "version": __version__,
+            },
+        )
+        conn.execute(
+            sql.load("doctor/flagged_replace"), {"scope": SCOPE, "run_ids": sorted(done.flagged)}
+        )
+    done.saved = True
+
+
+def _read(conn: psycopg.Connection[Any]) -> tuple[Mark | None, set[str]]:
+    """The last pass's watermark and flagged runs (None, empty: no pass recorded)."""
+    present = conn.execute(sql.load("doctor/watermark_exists")).fetchone()
+    if not (present and present[0]):
+        return None, set()
+    row = conn.execute(sql.load("doctor/watermark_read"), {"scope": SCOPE}).fetchone()
+    if row is None:
+        return None, set()
+    return Mark(row[0], row[1]), {str(r) for r in row[3]}
+
+
+def _touched(conn: psycopg.Connection[Any], world: World, mark: Mark, skew: timedelta) -> set[str]:
+    floor = None
+    if not world.has_event_slots:  # beta.29: every event id is wevt_<ULID>, time-ordered
+        since = mark.verified_to_utc.replace(tzinfo=UTC) - skew
+        floor = ids.LEGACY_EVENT_PREFIX + ids.new_ulid(since)[:10]
+    rows = conn.execute(
+        sql.load("doctor/touched_runs"),
+        {
+            "verified_to": mark.verified_to,
+            "verified_to_utc": mark.verified_to_utc,
+            "skew": skew,
+            "event_id_floor": floor,
+        },
+    )
+    return {str(r[0]) for r in rows}
