@@ -309,12 +309,24 @@ def test_without_allow_rewrite_nothing_is_renumbered(slot_world, apply, repair) 
     with slot_world.connect() as conn:
         tail, _ = poisoned_tail(conn)
         restart, _ = restart_shape(conn)
-    logs = {r: log(slot_world, r) for r in (tail, restart)}
+        # A dense slot log whose marker alone is missing (by SQL: the writer would number a
+        # marker-less run legacy): restoring the marker rewrites nothing, no flag needed.
+        lost = _run_row(conn, "7", marked=False)
+        for n, kind in enumerate(("run_created", "run_started"), start=1):
+            conn.execute(
+                "INSERT INTO workflow.workflow_events (id, type, run_id, payload_cbor,"
+                " spec_version) VALUES (%s, %s, %s, %s, 7)",
+                (ids.slot_event_id(n), kind, lost, codec.encode(_created_data())),
+            )
+    logs = {r: log(slot_world, r) for r in (tail, restart, lost)}
     status, report = apply(slot_world)
     assert status == 2
     reasons = {i["code"]: i["reason"] for i in report["items"] if i["outcome"] == "refused"}
     assert "--allow-rewrite" in reasons["WF122"] and "--allow-rewrite" in reasons["WF121"]
+    assert {i["run_id"] for i in report["items"] if i["outcome"] == "applied"} == {lost}
     assert all(log(slot_world, r) == logs[r] for r in logs)
+    with slot_world.connect() as conn:
+        oracle.check_run(conn, lost)
     _, plan = repair(slot_world, "--allow-rewrite", "--min-age", "0s", "--force-min-age")
     lines = [a for i in plan["items"] for a in i["actions"]]
     assert any(a.startswith("renumber wevt_") for a in lines)
