@@ -88,11 +88,16 @@ def repair(
     from the row, and writes an audit row. A dry run (the default) writes nothing. Exit 0
     when every targeted finding is gone, 2 when any was refused or remains.
 
+    --allow-rewrite lets WF121/WF122/WF123 renumber a slot run's event ids (damage no
+    append can heal): ids only, in replay order, under the run's row, event and job locks;
+    never a payload, type, correlation id or time, never a deletion.
+
     [bold]Examples[/bold]
       wfctl repair
       wfctl repair --only WF112 --run wrun_01J...
       wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
       wfctl repair --apply --reason "INC-42" --yes --unlock-dead-worker worker-7f3a
+      wfctl repair --only WF121,WF122,WF123 --allow-rewrite
       wfctl repair log --run wrun_01J...
     """
     if ctx.invoked_subcommand is not None:
