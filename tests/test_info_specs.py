@@ -50,3 +50,11 @@ def test_info_counts_runs_and_events_per_spec_version(slot_world, run_cli) -> No
 def test_info_on_an_empty_world_names_no_versions(slot_world, run_cli) -> None:
     status, out, _ = run_cli("--dsn", slot_world.dsn, "info")
     assert status == 0 and "spec versions: none" in out
+
+
+def test_info_on_a_world_older_than_spec_versions(slot_world, run_cli) -> None:
+    with slot_world.connect() as conn:
+        conn.execute("ALTER TABLE workflow.workflow_events DROP COLUMN spec_version")
+    status, out, _ = run_cli("--dsn", slot_world.dsn, "info")
+    assert "spec versions: unknown (this world predates spec versions" in out
+    assert status == 0  # a drifted catalog, still a slot-era world

@@ -3,6 +3,8 @@
 -- worker can start the run and write an event into a log being renumbered. A job with a
 -- recent locked_at is already running (graphile's 4-hour reset window): the rewrite refuses.
 -- Waits at most lock_timeout (a worker inside its own get_job holds the row briefly).
+-- Cost: decodes every job payload of the task (the queue has no index on the run id), once
+-- per rewritten run; rewrites are rare and opt-in, so this stays a per-run scan.
 -- params: task, run_id
 SELECT j.id, j.locked_at, j.locked_by,
        j.locked_at > now() - interval '4 hours' AS running

@@ -95,6 +95,14 @@ def poisoned_run_started(conn: psycopg.Connection[Any]) -> tuple[str, str]:
     _append(conn, run_id, "run_created", None, _created_data(), first=True)
     _age(conn, run_id, 0)
     _foreign(conn, run_id, "step_created", step, {"stepName": rw.STEP, "input": b"devl[1]"}, 80)
+    # A second step whose row landed and whose step_created did not (WF101): its append
+    # needs a log the writer can number, so it waits for the rewrite in the same transaction.
+    conn.execute(
+        "INSERT INTO workflow.workflow_steps (run_id, step_id, step_name, status, attempt,"
+        " input_cbor, spec_version, created_at) VALUES (%s, %s, %s, 'pending', 0, %s, 7,"
+        " localtimestamp - interval '70 minutes')",
+        (run_id, rw.new_step_id(), rw.STEP, codec.encode(b"devl[2]")),
+    )
     return run_id, started
 
 
@@ -248,7 +256,7 @@ def test_apply_all_allow_rewrite_heals_every_shape(slot_world, apply, repair, do
 
     status, report = apply(slot_world, "--all", "--allow-rewrite")
     assert status == 0, report
-    assert set(outcomes(report)["WF122"]) == {"applied"}
+    assert set(outcomes(report)["WF122"]) == set(outcomes(report)["WF101"]) == {"applied"}
     assert doctor_json(slot_world, "--all")["summary"]["findings"] == 0
 
     # Renumbered runs: same events (ids aside), one run_created added where it was missing.
@@ -256,9 +264,8 @@ def test_apply_all_allow_rewrite_heals_every_shape(slot_world, apply, repair, do
         after = snapshot(slot_world, run_id)
         added = [e for e in after if e not in before[run_id]]
         assert all(e in after for e in before[run_id]), run_id
-        assert [e[0] for e in added] == (
-            [] if run_id in (started, tail, hole6) else ["run_created"]
-        )
+        expected = {started: ["step_created"], tail: [], hole6: []}.get(run_id, ["run_created"])
+        assert [e[0] for e in added] == expected
     assert [t for _, t in log(slot_world, started)][:3] == ["run_created", "run_started",
                                                            "step_created"]  # fmt: skip
     assert [t for _, t in log(slot_world, restart)] == [
@@ -309,12 +316,24 @@ def test_without_allow_rewrite_nothing_is_renumbered(slot_world, apply, repair) 
     with slot_world.connect() as conn:
         tail, _ = poisoned_tail(conn)
         restart, _ = restart_shape(conn)
-    logs = {r: log(slot_world, r) for r in (tail, restart)}
+        # A dense slot log whose marker alone is missing (by SQL: the writer would number a
+        # marker-less run legacy): restoring the marker rewrites nothing, no flag needed.
+        lost = _run_row(conn, "7", marked=False)
+        for n, kind in enumerate(("run_created", "run_started"), start=1):
+            conn.execute(
+                "INSERT INTO workflow.workflow_events (id, type, run_id, payload_cbor,"
+                " spec_version) VALUES (%s, %s, %s, %s, 7)",
+                (ids.slot_event_id(n), kind, lost, codec.encode(_created_data())),
+            )
+    logs = {r: log(slot_world, r) for r in (tail, restart, lost)}
     status, report = apply(slot_world)
     assert status == 2
     reasons = {i["code"]: i["reason"] for i in report["items"] if i["outcome"] == "refused"}
     assert "--allow-rewrite" in reasons["WF122"] and "--allow-rewrite" in reasons["WF121"]
+    assert {i["run_id"] for i in report["items"] if i["outcome"] == "applied"} == {lost}
     assert all(log(slot_world, r) == logs[r] for r in logs)
+    with slot_world.connect() as conn:
+        oracle.check_run(conn, lost)
     _, plan = repair(slot_world, "--allow-rewrite", "--min-age", "0s", "--force-min-age")
     lines = [a for i in plan["items"] for a in i["actions"]]
     assert any(a.startswith("renumber wevt_") for a in lines)

@@ -90,13 +90,16 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
 def _spec_versions(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     """Runs and events per spec version, each with what doctor does for it (wfctl.doctor.specs).
 
-    A role that may not read the tables gets the catalog facts and an `error` entry instead."""
+    A role that may not read the tables, or a world older than the spec_version columns, gets
+    the catalog facts and an `error` entry instead."""
     codes = [c.code for c in registry.CHECKS]
     try:
         with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(sql.load("world/spec_versions")).fetchall()
     except pgerrors.InsufficientPrivilege as exc:
         return [{"error": f"insufficient privilege: {str(exc).splitlines()[0]}"}]
+    except pgerrors.UndefinedColumn:  # a world older than migration 0006 (no spec_version)
+        return [{"error": "this world predates spec versions (migrations 0005/0006)"}]
     out = []
     for row in rows:
         spec = specs.parse(row["spec"])

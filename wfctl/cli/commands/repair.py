@@ -110,6 +110,10 @@ def repair(
     audited (WF135). A dry run (the default) writes nothing. Exit 0 when every targeted
     finding is gone, 2 when any was refused or remains.
 
+    --allow-rewrite lets WF121/WF122/WF123 renumber a slot run's event ids (damage no
+    append can heal): ids only, in replay order, under the run's row, event and job locks;
+    never a payload, type, correlation id or time, never a deletion.
+
     [bold]Examples[/bold]
       wfctl repair
       wfctl repair --only WF112 --run wrun_01J...
@@ -117,6 +121,7 @@ def repair(
       wfctl repair --unlock-older-than 30m
       wfctl repair --apply --reason "INC-42 worker OOM-killed" --yes --unlock-older-than 30m
       wfctl repair --apply --reason "INC-43" --yes --all --only WF141 --allow-revive
+      wfctl repair --only WF121,WF122,WF123 --allow-rewrite
       wfctl repair log --run wrun_01J...
     """
     if ctx.invoked_subcommand is not None:
