@@ -164,16 +164,18 @@ def _fetched_bindir(release: str) -> Path | None:
 
 
 def _world_readable(path: Path) -> None:
-    """The `postgres` user must read and run binaries unpacked by root."""
+    """The `postgres` user must read and run binaries unpacked by root: directories and
+    files become group/other readable, and executables group/other executable."""
     for root, dirs, files in os.walk(path):
         for name in dirs + files:
-            p = Path(root) / name
-            if not p.is_symlink():
-                p.chmod(
-                    p.stat().st_mode | 0o055
-                    if p.is_dir()
-                    else p.stat().st_mode | 0o044 | (0o011 if p.stat().st_mode & 0o100 else 0)
-                )
+            entry = Path(root) / name
+            if entry.is_symlink():
+                continue
+            mode = entry.stat().st_mode
+            if entry.is_dir() or mode & 0o100:
+                entry.chmod(mode | 0o055)
+            else:
+                entry.chmod(mode | 0o044)
     path.chmod(path.stat().st_mode | 0o055)
 
 
