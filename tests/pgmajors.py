@@ -224,11 +224,12 @@ def _is_root() -> bool:
 
 def _as_owner(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run a server-side binary as the cluster's owner (`postgres` when we are root)."""
+    tool = Path(argv[0]).name
     if _is_root():
         argv = ["runuser", "-u", owner().pw_name, "--", *argv]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:
-        raise RuntimeError(f"{argv[-1] if argv else ''} failed: {proc.stderr or proc.stdout}")
+        raise RuntimeError(f"{tool} failed: {proc.stderr or proc.stdout}")
     return proc
 
 
@@ -241,40 +242,15 @@ def start_cluster(install: PgInstall, timezone: str = "UTC") -> Cluster:
         os.chown(base, entry.pw_uid, entry.pw_gid)
     base.chmod(0o755)
     data = base / "data"
-    _as_owner(
-        [
-            str(install.tool("initdb")),
-            "-D",
-            str(data),
-            "-U",
-            "postgres",
-            "--auth=trust",
-            "-E",
-            "UTF8",
-            "--no-locale",
-            "--no-sync",
-        ]
-    )
     options = (
         f"-k {base} -c listen_addresses='' -p 5432 -c fsync=off"
         f" -c full_page_writes=off -c timezone={timezone} -c max_connections=60"
     )
+    initdb = [str(install.tool("initdb")), "-D", str(data), "-U", "postgres", "--auth=trust"]
+    pg_ctl = [str(install.tool("pg_ctl")), "-D", str(data), "-l", str(base / "log"), "-w"]
     try:
-        _as_owner(
-            [
-                str(install.tool("pg_ctl")),
-                "-D",
-                str(data),
-                "-l",
-                str(base / "log"),
-                "-w",
-                "-t",
-                "120",
-                "-o",
-                options,
-                "start",
-            ]
-        )
+        _as_owner([*initdb, "-E", "UTF8", "--no-locale", "--no-sync"])
+        _as_owner([*pg_ctl, "-t", "120", "-o", options, "start"])
     except RuntimeError as exc:
         log = (base / "log").read_text(errors="replace") if (base / "log").exists() else ""
         shutil.rmtree(base, ignore_errors=True)
