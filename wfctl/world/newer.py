@@ -22,34 +22,37 @@ import dataclasses
 
 from wfctl.world.catalog import Difference
 
-W = "workflow."
-
-# (kind, qualified name) -> the migration whose effect it is. A table listed here is known
+# What each upstream migration adds, by kind and qualified name. A table listed here is known
 # whole: its columns, indexes and sequences are not compared (they are its migrations' own).
+ADDED_BY: dict[str, list[tuple[str, str]]] = {
+    "0018 hook token retention": [("column", "workflow_hooks.token_retention_until")],
+    "0019 event slots": [("table", "workflow_event_slots")],
+    "0020 keyed stream append": [
+        ("column", "workflow_stream_chunks.idempotency_key"),
+        ("column", "workflow_stream_chunks.semantic_digest"),
+        ("column", "workflow_stream_chunks.stream_index"),
+        ("index", "workflow_stream_chunks:workflow_stream_chunks_keyed_append_idx"),
+        ("index", "workflow_stream_chunks:workflow_stream_chunks_keyed_index_idx"),
+    ],
+    "0020 invocations (0021/0022 extend it)": [
+        ("table", "workflow_invocations"),
+        ("sequence", "workflow_invocations_sequence_seq"),
+    ],
+    "0020 dynamic workflow code": [("column", "workflow_runs.dynamic_workflow_code_cbor")],
+    "0021 invocation identity": [
+        ("column", "workflow_events.resume_id"),
+        ("column", "workflow_events.resume_payload_digest"),
+        ("index", "workflow_events:workflow_events_hook_resume_unique"),
+    ],
+    "0023 hook claimed_from": [("column", "workflow_hooks.claimed_from")],
+    "0026 seq_in_band": [("column", "workflow_event_slots.seq_in_band")],
+    "0026 (workflow_snapshots)": [("table", "workflow_snapshots")],
+    "0027 run job prefix": [("column", "workflow_runs.job_prefix")],
+}
 KNOWN_ADDITIONS: dict[tuple[str, str], str] = {
-    ("column", W + "workflow_hooks.token_retention_until"): "0018 hook token retention",
-    ("table", W + "workflow_event_slots"): "0019 event slots",
-    ("column", W + "workflow_stream_chunks.idempotency_key"): "0020 keyed stream append",
-    ("column", W + "workflow_stream_chunks.semantic_digest"): "0020 keyed stream append",
-    ("column", W + "workflow_stream_chunks.stream_index"): "0020 keyed stream append",
-    ("index", W + "workflow_stream_chunks:workflow_stream_chunks_keyed_append_idx"): (
-        "0020 keyed stream append"
-    ),
-    ("index", W + "workflow_stream_chunks:workflow_stream_chunks_keyed_index_idx"): (
-        "0020 keyed stream append"
-    ),
-    ("table", W + "workflow_invocations"): "0020 invocations (0021/0022 extend it)",
-    ("sequence", W + "workflow_invocations_sequence_seq"): "0020 invocations",
-    ("column", W + "workflow_runs.dynamic_workflow_code_cbor"): "0020 dynamic workflow code",
-    ("column", W + "workflow_events.resume_id"): "0021 invocation identity",
-    ("column", W + "workflow_events.resume_payload_digest"): "0021 invocation identity",
-    ("index", W + "workflow_events:workflow_events_hook_resume_unique"): (
-        "0021 invocation identity"
-    ),
-    ("column", W + "workflow_hooks.claimed_from"): "0023 hook claimed_from",
-    ("column", W + "workflow_event_slots.seq_in_band"): "0026 seq_in_band",
-    ("table", W + "workflow_snapshots"): "0026 (workflow_snapshots)",
-    ("column", W + "workflow_runs.job_prefix"): "0027 run job prefix",
+    (kind, f"workflow.{name}"): migration
+    for migration, objects in ADDED_BY.items()
+    for kind, name in objects
 }
 
 TIMESTAMP = "timestamp without time zone"
