@@ -67,53 +67,45 @@ def _runs_of(conn: Any) -> list[tuple[str, str]]:
     return [(str(r[0]), str(r[1])) for r in rows]
 
 
-@pytest.mark.parametrize("package", ["namespace", "regular"])
-def test_a_file_and_a_dotted_module_name_one_workflow_alike(
-    wfctl_world: Any, tmp_path: Path, package: str
-) -> None:
+def _start_onboard(dsn: str, tmp_path: Path, *, regular: bool, user: str) -> str:
+    """`play/onboard.py` (a regular package with `regular`), and a run of it started by
+    file path from inside `play/` and handed to the workers."""
     play = tmp_path / "play"
     play.mkdir()
     (play / "onboard.py").write_text(ONBOARD)
-    if package == "regular":
+    if regular:
         (play / "__init__.py").write_text("")
-    expected = "workflow//py:onboard//onboard"
-    if package == "regular":
-        expected = "workflow//py:play.onboard//onboard"
-    # Started from inside play/ by file, served from its parent by dotted name.
     started = _wfctl(
-        wfctl_world.dsn,
-        play,
-        "--format",
-        "json",
-        "run",
-        "onboard.py:onboard",
-        '["ada"]',
-        "--detach",
+        dsn, play, "--format", "json", "run", "onboard.py:onboard", f'["{user}"]', "--detach"
     )
     assert started.returncode == 0, started.stderr
-    run_id = json.loads(started.stdout)["run_id"]
-    with wfctl_world.connect() as conn:
-        assert _runs_of(conn) == [(run_id, expected)]
-    log = tmp_path / "worker.log"
+    return str(json.loads(started.stdout)["run_id"])
+
+
+def _worker(dsn: str, cwd: Path, target: str, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with log.open("w") as sink:
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "wfctl",
-                "--dsn",
-                wfctl_world.dsn,
-                "worker",
-                "play.onboard",
-                "--poll",
-                "0.1",
-            ],
-            cwd=tmp_path,
+        return subprocess.Popen(
+            [sys.executable, "-m", "wfctl", "--dsn", dsn, "worker", target, "--poll", "0.1"],
+            cwd=cwd,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=sink,
         )
+
+
+@pytest.mark.parametrize("package", ["namespace", "regular"])
+def test_a_file_and_a_dotted_module_name_one_workflow_alike(
+    wfctl_world: Any, tmp_path: Path, package: str
+) -> None:
+    regular = package == "regular"
+    expected = "workflow//py:play.onboard//onboard" if regular else "workflow//py:onboard//onboard"
+    # Started from inside play/ by file, served from its parent by dotted name.
+    run_id = _start_onboard(wfctl_world.dsn, tmp_path, regular=regular, user="ada")
+    with wfctl_world.connect() as conn:
+        assert _runs_of(conn) == [(run_id, expected)]
+    log = tmp_path / "worker.log"
+    worker = _worker(wfctl_world.dsn, tmp_path, "play.onboard", log)
     try:
         with wfctl_world.connect() as conn:
             wait_until(lambda: statuses(conn, [run_id]) == {run_id: "completed"}, 60, "the run")
@@ -127,48 +119,11 @@ def test_a_file_and_a_dotted_module_name_one_workflow_alike(
 def test_worker_status_shows_ready_runs_no_live_worker_serves(
     wfctl_world: Any, tmp_path: Path, run_cli: Any
 ) -> None:
-    play = tmp_path / "play"
-    play.mkdir()
-    (play / "onboard.py").write_text(ONBOARD)
-    started = _wfctl(
-        wfctl_world.dsn,
-        play,
-        "--format",
-        "json",
-        "run",
-        "onboard.py:onboard",
-        '["bob"]',
-        "--detach",
-    )
-    assert started.returncode == 0, started.stderr
-    run_id = json.loads(started.stdout)["run_id"]
+    run_id = _start_onboard(wfctl_world.dsn, tmp_path, regular=False, user="bob")
     log = tmp_path / "worker.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.open("w") as sink:  # a live worker, serving other workflows
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "wfctl",
-                "--dsn",
-                wfctl_world.dsn,
-                "worker",
-                "tests.runtime.flows",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=sink,
-        )
+    worker = _worker(wfctl_world.dsn, ROOT, "tests.runtime.flows", log)  # serves others
     try:
-        wait_until(
-            lambda: (
-                "serves workflow//py:tests.runtime.flows//add" not in log.read_text()
-                and "serving queue" in log.read_text()
-            ),
-            60,
-            "the worker",
-        )
+        wait_until(lambda: "serving queue" in log.read_text(), 60, "the worker")
         status, out, err = run_cli("--dsn", wfctl_world.dsn, "--format", "json", "worker", "status")
         assert status == 0, err
         report = json.loads(out)

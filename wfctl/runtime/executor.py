@@ -7,8 +7,9 @@ of steps done.
 
 Transactions per sequential step: ONE, in ONE round trip. The step's completion is fed to the
 engine with its final event id before anything is sent; the workflow advances to its next
-step; then BEGIN, guard, unseen-event check, the completion, the next step's creation and
-start, and the COMMIT go out together. The events' `created_at` is that transaction's now():
+step; then the guard, the completion, the next step's creation and start and one events
+INSERT (which also refuses events this executor has not seen) go out together as one
+implicit transaction. The events' `created_at` is that transaction's now():
 the engine gets it after the round trip (`stamp`), or, if the workflow reads the clock first,
 from `Tx.clock()`, which opens the transaction before the workflow continues (one more round
 trip). The completion is durable before the next step's code runs; nothing is ever committed

@@ -16,9 +16,10 @@ Each transition writes its entity row change and its event together, through the
 
 Several transitions may share one transaction (a step's completion and the next step's start
 commit together: one commit per sequential step). A `Tx` sends its statements in libpq's
-pipeline mode (`wire.py`): `flush(commit=True)` sends BEGIN, guard, unseen check, the rows,
-one events INSERT and COMMIT in one round trip; `settle()` hands the queued events to the
-executor before that (ids allocated here; `created_at` known after, or via `clock()`).
+pipeline mode (`wire.py`): `flush(commit=True)` of an unopened transaction sends guard, the
+rows and one events INSERT (which also makes the unseen check) in one round trip, as the
+pipeline's implicit transaction (no BEGIN/COMMIT statements); `settle()` hands the queued
+events to the executor before that (ids allocated here; `created_at` known after, or via `clock()`).
 Guards raise inside the server (messages starting `wfctl guard`), so a pipelined transaction
 that violates one aborts whole instead of committing half.
 
@@ -339,10 +340,11 @@ class Tx:
     and its unseen-event check proves nothing newer exists, and the insert refuses if that
     changed. `settle()` hands back the queued events as they will be written, without a
     round trip, so the executor can feed a step's completion to the workflow and queue what
-    follows; the whole transaction (BEGIN, guard, unseen check, rows, one events INSERT,
-    COMMIT) then goes out in one round trip. The events' `created_at` is the transaction's
-    now(), returned by the guard; a workflow that reads the clock before that asks
-    `clock()`, which opens the transaction first (one more round trip).
+    follows; the whole transaction (guard, rows, one events INSERT that also makes the
+    unseen check; an implicit transaction) then goes out in one round trip. The events'
+    `created_at` is the transaction's now(), returned by the guard; a workflow that reads
+    the clock before that asks `clock()`, which opens the transaction first (one more round
+    trip).
     """
 
     store: Store
@@ -618,8 +620,9 @@ class Tx:
 
     def flush(self, *, commit: bool = False) -> list[Event]:
         """Send the queued statements (one round trip); with `commit`, end the transaction.
-        An unopened transaction is opened in the same round trip (BEGIN, guard, unseen check
-        first), and `now` is set.
+        An unopened transaction is opened in the same round trip (guard first; BEGIN and the
+        unseen check unless `commit` makes it one implicit transaction whose events INSERT
+        checks), and `now` is set.
 
         Returns the events written by this flush that `settle()` had not returned yet, in
         log order. On any failure the whole transaction is rolled back and the error

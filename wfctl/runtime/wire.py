@@ -176,9 +176,7 @@ class Pipeline:
                         pg.send_prepare(p.name, p.text, [e[2] for e in encoded])
                         sent.add(p.name)
                         plan.append(p.name)
-                    pg.send_query_prepared(
-                        p.name, [e[0] for e in encoded], [e[1] for e in encoded]
-                    )
+                    pg.send_query_prepared(p.name, [e[0] for e in encoded], [e[1] for e in encoded])
                     plan.append(None)
                 pg.pipeline_sync()
                 raw = conn.wait(_exchange(pg))

@@ -71,7 +71,9 @@ def runtime_store(
             if not allow_node_peer and os.environ.get(ALLOW_NODE_ENV) != "1":
                 refuse_node_peer(conn)
             if queue and ensure_worker_schema(conn):
-                st.output.message("wfctl: added the worker's queue tables (schema wfctl)")
+                st.output.message(
+                    "wfctl: added or updated the worker's queue tables (schema wfctl)"
+                )
             yield Store(conn, slots=world.has_event_slots)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "running workflows") from None
