@@ -23,9 +23,7 @@ RUN_TABLES = {
     "workflow_hooks": "run_id",
     "workflow_stream_chunks": "run_id",
 }
-JOB_RUN_ID = (
-    "convert_from(decode(j.payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId'"
-)
+JOB_RUN_ID = "convert_from(decode(j.payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId'"
 
 
 def digests(dsn: str) -> dict[str, str]:

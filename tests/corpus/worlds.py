@@ -63,11 +63,13 @@ class Run:
 
 @dataclass
 class World:
-    """A built world: its template database and its runs by label."""
+    """A built world: its template database, its runs by label, and the workers that held
+    job locks when their runtime was SIGKILLed (the operator knows they are dead)."""
 
     name: str
     template: str
     runs: dict[str, Run] = field(default_factory=dict)
+    dead_workers: list[str] = field(default_factory=list)
 
     def corrupt(self) -> dict[str, Run]:
         return {r.run_id: r for r in self.runs.values() if r.corrupt}
@@ -162,9 +164,7 @@ def build_background(b: Builder) -> None:
     # A restart with another continuation limit: its startup recovery replays the sleeper,
     # which enqueues a continuation keyed by the new hop count beside the first one.
     rt = b.runtime("background-restart", WORKFLOW_WAIT_CONTINUATION_MAX_DELAY_SECONDS="7200")
-    wait_until(
-        lambda: continuation_keys(b, long_sleep) >= 2, SETTLE, "a second continuation job"
-    )
+    wait_until(lambda: continuation_keys(b, long_sleep) >= 2, SETTLE, "a second continuation job")
     # The recovery re-drives every live run (the retrying step's job is delivered at once
     # and rescheduled): stop only once nothing is due, so no delivery is cut short.
     quiesce(b)
@@ -174,9 +174,11 @@ def build_background(b: Builder) -> None:
 def quiesce(b: Builder) -> None:
     """Wait until no job is locked or due within a minute (exhausted ones aside)."""
     wait_until(
-        lambda: not b.scalar(
-            "SELECT count(*) FROM graphile_worker._private_jobs WHERE locked_at IS NOT NULL"
-            " OR (attempts < max_attempts AND run_at < now() + interval '1 minute')"
+        lambda: (
+            not b.scalar(
+                "SELECT count(*) FROM graphile_worker._private_jobs WHERE locked_at IS NOT NULL"
+                " OR (attempts < max_attempts AND run_at < now() + interval '1 minute')"
+            )
         ),
         SETTLE,
         "the queue to have nothing due",
@@ -280,8 +282,15 @@ class Crash:
 
 
 def _crash(
-    label: str, family: str, workflow: str, args: list[Any], event_type: str, code: str,
-    value: Any, module: str = "judge", resume: tuple[str, Any] | None = None,
+    label: str,
+    family: str,
+    workflow: str,
+    args: list[Any],
+    event_type: str,
+    code: str,
+    value: Any,
+    module: str = "judge",
+    resume: tuple[str, Any] | None = None,
 ) -> Crash:
     return Crash(label, family, workflow, args, event_type, frozenset({code}), value, module,
                  resume)  # fmt: skip
