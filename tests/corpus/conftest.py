@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,75 +26,22 @@ import pytest
 from tests import judge
 from tests.conftest import ROOT, Db, Server, _create_db
 from tests.corpus import snapshot
-from tests.corpus.worlds import (
-    TERMINAL,
-    Builder,
-    World,
-    add_crashes,
-    add_exhausted,
-    add_hook_received_first,
-    add_pending,
-    build_background,
-    dead_workers,
-)
-from tests.dumprestore import round_trip
+from tests.corpus.worlds import TERMINAL, World, build_corpus, wait_idle
 from tests.realworld import read_back
 
+log = logging.getLogger("wfctl.corpus")  # stage timings: -o log_cli=true --log-cli-level=INFO
 # Liveness bound for the repaired runs to end under the runtime (not a speed assertion).
 RUNTIME_BOUND = 180.0
 FORCE = ("--min-age", "0s", "--force-min-age")
-
-WORLD_STEPS = {
-    "healthy": (add_pending,),
-    "faulted": (add_exhausted, add_hook_received_first, add_crashes, add_pending),
-}
-
-
-def wait_idle(server: Server, dbname: str, timeout: float = 30.0) -> None:
-    """CREATE DATABASE ... TEMPLATE needs the source without sessions: wait for the backends
-    of stopped or killed runtimes to exit."""
-    with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
-        judge.wait_until(
-            lambda: (
-                not conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (dbname,)
-                ).fetchone()[0]
-            ),
-            timeout,
-            f"no sessions on {dbname}",
-        )
 
 
 @pytest.fixture(scope="session")
 def corpus_worlds(
     pg_server: Server, real_template: str, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, World]:
-    """Both worlds, built once: the background, cloned, then each world's own steps; each
-    world ends as a template database restored from a pg_dump of what the runtime left."""
+    """Both worlds, built once per session (see worlds.build_corpus)."""
     folder, _ = judge.build_runtime()
-    logs = tmp_path_factory.mktemp("corpus-build")
-    background = _create_db(pg_server, real_template, prefix="corpus_bg")
-    builder = Builder(background.dsn, folder, logs)
-    try:
-        build_background(builder)
-    finally:
-        builder.close()
-    wait_idle(pg_server, background.name)
-    worlds: dict[str, World] = {}
-    for name, steps in WORLD_STEPS.items():
-        db = _create_db(pg_server, background.name, prefix=f"corpus_{name}")
-        world = Builder(db.dsn, folder, logs)
-        world.runs = dict(builder.runs)
-        try:
-            for step in steps:
-                step(world)
-        finally:
-            world.close()
-        wait_idle(pg_server, db.name)
-        restored = _create_db(pg_server, "template0", prefix=f"corpus_{name}_restored")
-        round_trip(db.dsn, restored.dsn)
-        worlds[name] = World(name, restored.name, world.runs, dead_workers(restored.dsn))
-    return worlds
+    return build_corpus(pg_server, real_template, folder, tmp_path_factory.mktemp("corpus"))
 
 
 # --- the trial ---------------------------------------------------------------------------------
@@ -221,6 +168,7 @@ def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
     trial.terminal_before = snapshot.run_rows(dsn, terminal, jobs=False)
     # The runtime drives only what the database holds (no startup re-enqueue): a repair
     # that enqueued no wake-up must show as a run that never ends.
+    t0 = time.monotonic()
     rt = judge.Runtime(dsn, log_dir, {"JUDGE_REENQUEUE": "0"}, name=world.name, folder=folder)
     rt.start(timeout=120)
     try:
@@ -247,22 +195,50 @@ def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
     finally:
         rt.stop()
         trial.runtime_log = rt.log_text()[-20000:]
+    trial.seconds["runtime"] = time.monotonic() - t0
     trial.terminal_after = snapshot.run_rows(dsn, terminal, jobs=False)
     for run_id in all_ids:
         trial.duplicates[run_id] = snapshot.duplicate_events(dsn, run_id)
+    t0 = time.monotonic()
     trial.read = read_back(dsn, all_ids)
+    trial.seconds["read_back"] = time.monotonic() - t0
+    log.info("%s trial: %s", world.name, {k: round(v, 1) for k, v in trial.seconds.items()})
     return trial
 
 
-@pytest.fixture(scope="session", params=["healthy", "faulted"])
-def trial(
-    request: pytest.FixtureRequest,
+class Trials:
+    """Each world's trial, run on first use and kept for the session. Why not a parametrized
+    session fixture: pytest keeps one cached value per fixture, so tests alternating between
+    worlds would re-run a trial (and its runtime) at every switch."""
+
+    def __init__(self, server: Server, worlds: dict[str, World], base: Path) -> None:
+        self.server = server
+        self.worlds = worlds
+        self.base = base
+        self.done: dict[str, Trial] = {}
+
+    def get(self, name: str) -> Trial:
+        if name not in self.done:
+            world = self.worlds[name]
+            wait_idle(self.server, world.template)
+            db = _create_db(self.server, world.template, prefix=f"corpus_{name}_trial")
+            folder, _ = judge.build_runtime()
+            log_dir = self.base / name
+            log_dir.mkdir()
+            self.done[name] = run_trial(Trial(world, db), folder, log_dir)
+        return self.done[name]
+
+
+@pytest.fixture(scope="session")
+def trials(
     pg_server: Server,
     corpus_worlds: dict[str, World],
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Trial]:
-    world = corpus_worlds[request.param]
-    wait_idle(pg_server, world.template)
-    db = _create_db(pg_server, world.template, prefix=f"corpus_{world.name}_trial")
-    folder, _ = judge.build_runtime()
-    yield run_trial(Trial(world, db), folder, tmp_path_factory.mktemp(f"trial-{world.name}"))
+) -> Trials:
+    return Trials(pg_server, corpus_worlds, tmp_path_factory.mktemp("trials"))
+
+
+@pytest.fixture(params=["healthy", "faulted"])
+def trial(request: pytest.FixtureRequest, trials: Trials) -> Trial:
+    """The recorded trial of one world (parametrize indirectly to pick it)."""
+    return trials.get(request.param)

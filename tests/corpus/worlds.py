@@ -26,7 +26,9 @@ hook resume the workflow still needs to get there.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +37,12 @@ from typing import Any
 import psycopg
 
 from tests import realworld as rw
+from tests.conftest import Server, _create_db
+from tests.dumprestore import round_trip
 from tests.faults import drop_faults, fail_insert, slow_insert, terminate
 from tests.judge import Runtime, wait_until
 
+log = logging.getLogger("wfctl.corpus")  # build timings: -o log_cli=true --log-cli-level=INFO
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 # Liveness bounds for the builders' polls (not speed assertions): 2 cores shared by many.
 SETTLE = 60.0
@@ -63,13 +68,14 @@ class Run:
 
 @dataclass
 class World:
-    """A built world: its template database, its runs by label, and the workers that held
-    job locks when their runtime was SIGKILLed (the operator knows they are dead)."""
+    """A built world: its (restored) template database, its runs by label, and the workers
+    that held job locks when their runtime was SIGKILLed (the operator knows they are dead)."""
 
     name: str
     template: str
     runs: dict[str, Run] = field(default_factory=dict)
     dead_workers: list[str] = field(default_factory=list)
+    source: str = ""  # the database the runtime built, before the dump/restore
 
     def corrupt(self) -> dict[str, Run]:
         return {r.run_id: r for r in self.runs.values() if r.corrupt}
@@ -327,7 +333,7 @@ def _sleepers(conn: psycopg.Connection[Any]) -> list[int]:
 def add_crashes(b: Builder) -> None:
     """Every crash at once: each run's write sleeps in its own backend; then the runtime is
     SIGKILLed and the sleeping backends terminated, so each entity write before the sleeping
-    event insert stays committed and the event never lands. A sleeper (`nap`, 30 s) loses
+    event insert stays committed and the event never lands. A sleeper (`nap`, 8 s) loses
     its wake-up: its job is deleted once the runtime is dead."""
     rt = b.runtime("crash", JUDGE_REENQUEUE="0", WORKFLOW_POSTGRES_MAX_POOL_SIZE="40")
     starts: list[threading.Thread] = []
@@ -356,18 +362,20 @@ def add_crashes(b: Builder) -> None:
                 starts[-1].start()
             else:
                 start()
-        lost = rt.start_run("nap", [27, 30], module="corpus")
+        wait_until(lambda: len(_sleepers(conn)) >= len(CRASHES), SETTLE * 2, "every window")
+        # Started last, so its 8 s sleep is still running at the kill; by the time doctor
+        # sees the world its wait is past `resume_at` with no job (upstream vw#3743).
+        lost = rt.start_run("nap", [27, 8], module="corpus")
         b.add(
             Run(
                 "lost_wake_up",
                 lost,
-                "lost wake-up: its job deleted mid-sleep",
+                "lost wake-up: its job deleted mid-sleep, the wait past resume_at",
                 frozenset({"WF133"}),
                 "completed",
                 pair_value(27),
             )
         )
-        wait_until(lambda: len(_sleepers(conn)) >= len(CRASHES), SETTLE * 2, "every window")
         wait_until(lambda: b.has_event(lost, "wait_created"), SETTLE, "the sleeper's wait")
         rt.kill()
         pids = _sleepers(conn)
@@ -403,3 +411,61 @@ def dead_workers(dsn: str) -> list[str]:
             " WHERE locked_by IS NOT NULL ORDER BY 1"
         ).fetchall()
     return [str(r[0]) for r in rows]
+
+
+# --- the corpus ---------------------------------------------------------------------------------
+
+WORLD_STEPS: dict[str, tuple[Callable[[Builder], None], ...]] = {
+    "healthy": (add_pending,),
+    "faulted": (add_exhausted, add_hook_received_first, add_crashes, add_pending),
+}
+
+
+def wait_idle(server: Server, dbname: str, timeout: float = 30.0) -> None:
+    """CREATE DATABASE ... TEMPLATE needs the source without sessions: wait for the backends
+    of stopped or killed runtimes to exit."""
+    with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
+        wait_until(
+            lambda: (
+                not conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (dbname,)
+                ).fetchone()[0]
+            ),
+            timeout,
+            f"no sessions on {dbname}",
+        )
+
+
+def build_corpus(
+    server: Server, real_template: str, folder: Path, log_dir: Path
+) -> dict[str, World]:
+    """Build the background once, clone it per world, add each world's own steps, and end
+    each world as a template database restored from a pg_dump of what the runtime left
+    (`World.template`; `World.source` keeps the database as the runtime left it)."""
+    t0 = time.monotonic()
+    background = _create_db(server, real_template, prefix="corpus_bg")
+    builder = Builder(background.dsn, folder, log_dir)
+    try:
+        build_background(builder)
+    finally:
+        builder.close()
+    wait_idle(server, background.name)
+    log.info("background built in %.1fs", time.monotonic() - t0)
+    worlds: dict[str, World] = {}
+    for name, steps in WORLD_STEPS.items():
+        t0 = time.monotonic()
+        db = _create_db(server, background.name, prefix=f"corpus_{name}")
+        world = Builder(db.dsn, folder, log_dir)
+        world.runs = dict(builder.runs)
+        try:
+            for step in steps:
+                step(world)
+        finally:
+            world.close()
+        wait_idle(server, db.name)
+        t1 = time.monotonic()
+        restored = _create_db(server, "template0", prefix=f"corpus_{name}_restored")
+        round_trip(db.dsn, restored.dsn)
+        log.info("%s: built in %.1fs, dump/restore %.1fs", name, t1 - t0, time.monotonic() - t1)
+        worlds[name] = World(name, restored.name, world.runs, dead_workers(restored.dsn), db.name)
+    return worlds
