@@ -49,15 +49,19 @@ def xfail(*reasons: str) -> pytest.MarkDecorator:
 
 
 CORRUPT = ["exhausted_job", "hook_received_first", *(c.label for c in CRASHES), "lost_wake_up"]
+REPORT_ONLY = ["hook_received_first"]  # the runtime completed it; its log is reported, kept
+REPAIRABLE = [label for label in CORRUPT if label not in REPORT_ONLY]
 WORLDS = ["healthy", "faulted"]
 faulted = pytest.mark.parametrize("trial", ["faulted"], indirect=True)
 
 
-def corrupt_params(**marks: tuple[str, ...]) -> list[pytest.ParameterSet]:
+def corrupt_params(
+    labels: list[str] = CORRUPT, **marks: tuple[str, ...]
+) -> list[pytest.ParameterSet]:
     """The faulted world's corrupt runs; `marks` maps a label to the gaps it waits for."""
     return [
         pytest.param(label, marks=[xfail(*marks[label])] if label in marks else [])
-        for label in CORRUPT
+        for label in labels
     ]
 
 
@@ -159,8 +163,8 @@ def test_repair_applies_without_a_prior_bootstrap(trial: Trial) -> None:
 @pytest.mark.parametrize(
     "label",
     corrupt_params(
+        REPAIRABLE,
         exhausted_job=(CATALOG_AUDIT, QUEUE_WF134),
-        hook_received_first=(CATALOG_AUDIT, HISTORY_HOOK),
         **{c.label: (CATALOG_AUDIT,) for c in CRASHES},
         lost_wake_up=(CATALOG_AUDIT,),
     ),
@@ -172,6 +176,21 @@ def test_repair_heals_the_corrupt_run(trial: Trial, label: str) -> None:
     assert run.run_id in findings(trial.doctor.report), f"{label} was never flagged"
     require_applied(trial)
     assert findings(trial.doctor_after.report).get(run.run_id, set()) == set()
+
+
+@faulted
+@pytest.mark.parametrize(
+    "label", corrupt_params(REPORT_ONLY, hook_received_first=(CATALOG_AUDIT, HISTORY_HOOK))
+)
+def test_repair_keeps_a_report_only_run_as_it_is(trial: Trial, label: str) -> None:
+    """A run the runtime already finished over its odd log: still reported, never written."""
+    run = run_of(trial, label)
+    assert trial.doctor is not None and trial.doctor_after is not None
+    assert run.run_id in findings(trial.doctor.report), f"{label} was never flagged"
+    require_applied(trial)
+    assert run.run_id in findings(trial.doctor_after.report)
+    before, after = trial.runs_before[run.run_id], trial.runs_after_apply[run.run_id]
+    assert before == after, snapshot.changed(before, after)
 
 
 @pytest.mark.parametrize("trial", WORLDS, indirect=True)
@@ -187,7 +206,8 @@ def test_a_second_apply_writes_nothing(trial: Trial) -> None:
 def test_repair_leaves_every_healthy_run_untouched(trial: Trial) -> None:
     """Rows, events and queue jobs of every healthy run, byte for byte."""
     require_applied(trial)
-    touched = snapshot.changed(trial.runs_before, trial.runs_after_apply)
+    healthy = trial.world.healthy()
+    touched = [r for r in healthy if trial.runs_before.get(r) != trial.runs_after_apply.get(r)]
     assert not touched, labels(trial, set(touched))
 
 

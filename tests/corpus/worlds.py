@@ -60,6 +60,7 @@ class Run:
     value: Any = None  # its return value when `end == "completed"`
     resume: tuple[str, Any] | None = None  # (token, payload) the runtime still needs
     note: str = ""
+    repairable: bool = True  # False: report-only (the runtime already accepted its log)
 
     @property
     def corrupt(self) -> bool:
@@ -268,6 +269,7 @@ def add_hook_received_first(b: Builder) -> None:
             "hook_received sorts before hook_created",
             end="completed",
             value={"total": 12},
+            repairable=False,
         )
     )
 
