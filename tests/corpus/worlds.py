@@ -38,6 +38,7 @@ import psycopg
 
 from tests import realworld as rw
 from tests.conftest import Server, _create_db
+from tests.corpus.snapshot import JOB_RUN_ID
 from tests.dumprestore import round_trip
 from tests.faults import drop_faults, fail_insert, slow_insert, terminate
 from tests.judge import Runtime, wait_until
@@ -197,9 +198,8 @@ def continuation_keys(b: Builder, run_id: str) -> int:
     """Live jobs keyed `wait_<id>:hop-N` for a run."""
     return int(
         b.scalar(
-            "SELECT count(*) FROM graphile_worker._private_jobs"
-            " WHERE key LIKE 'wait\\_%%:hop-%%'"
-            " AND convert_from(decode(payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId' = %s",
+            "SELECT count(*) FROM graphile_worker._private_jobs j"
+            f" WHERE j.key LIKE 'wait\\_%%:hop-%%' AND {JOB_RUN_ID} = %s",
             (run_id,),
         )
     )
@@ -227,9 +227,7 @@ def add_exhausted(b: Builder) -> None:
         wait_until(
             lambda: conn.execute(
                 "SELECT count(*) FILTER (WHERE attempts >= max_attempts AND locked_at IS NULL)"
-                " FROM graphile_worker._private_jobs"
-                " WHERE convert_from(decode(payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId'"
-                " = %s",
+                f" FROM graphile_worker._private_jobs j WHERE {JOB_RUN_ID} = %s",
                 (run_id,),
             ).fetchone()[0],
             SETTLE * 2,
@@ -386,9 +384,7 @@ def add_crashes(b: Builder) -> None:
         wait_until(lambda: not _sleepers(conn), SETTLE, "the terminated backends to exit")
         drop_faults(conn)
         conn.execute(
-            "DELETE FROM graphile_worker._private_jobs"
-            " WHERE convert_from(decode(payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId'"
-            " = %s",
+            f"DELETE FROM graphile_worker._private_jobs j WHERE {JOB_RUN_ID} = %s",
             (lost,),
         )
     for thread in starts:
