@@ -247,19 +247,26 @@ def add_exhausted(b: Builder) -> None:
 
 
 def add_hook_received_first(b: Builder) -> None:
-    """`hook_created`'s event insert fails once after the hook row landed; the hook is resumed
-    inside that window (the row makes the token resolvable), and the replay then writes
-    `hook_created` with a newer id: a completed run whose `hook_received` sorts first."""
+    """`hook_created`'s event insert fails after the hook row landed (every time, until the
+    hook is resumed: the window stays open however fast the runtime retries); the hook is
+    resumed inside that window (the row makes the token resolvable), and the next replay
+    writes `hook_created` with a newer id: a completed run whose `hook_received` sorts first."""
     run_id = rw.new_run_id()
     rt = b.runtime("hook-window", JUDGE_REENQUEUE="0")
     with b.connect() as conn:
-        fault = fail_insert(conn, "workflow_events", run_id, "hook_created", times=1)
+        fault = fail_insert(conn, "workflow_events", run_id, "hook_created", times=None)
         rt.start_run("hooked", [11, "corpus-early"], run_id, module="corpus")
         wait_until(lambda: fault.matches() >= 1, SETTLE, "the failed hook_created insert")
         rt.resume_hook("corpus-early", {"n": 1})
         fault.drop()
     b.settle(run_id, TERMINAL)
     rt.stop()
+    order = b.scalar(
+        "SELECT string_agg(type, ',' ORDER BY id) FROM workflow.workflow_events"
+        " WHERE run_id = %s AND type IN ('hook_created', 'hook_received')",
+        (run_id,),
+    )
+    assert order == "hook_received,hook_created", f"the window was missed: {order}"
     b.add(
         Run(
             "hook_received_first",
