@@ -15,8 +15,9 @@ Two worlds, built once per session:
   runtime produces, each in its own run: orphan step / wait / hook rows, a step and a wait
   completed without their events, a run completed without `run_completed`, a run row without
   `run_created`, a lost wake-up (job deleted mid-sleep), an exhausted job (flow route down),
-  `hook_received` before `hook_created` (a hook resumed inside the window); the crash leaves
-  their jobs locked by the SIGKILLed worker.
+  `hook_received` before `hook_created` (a hook resumed inside the window), one hook token
+  owned by two live runs (two creations racing); the crash leaves its runs' jobs locked by
+  the SIGKILLed runtime's workers.
 
 Each run carries what the tests judge it by (`Run`): the doctor codes expected for it (empty:
 healthy), the state its workflow ends in once repaired and driven by the runtime, and the
@@ -246,13 +247,20 @@ def add_exhausted(b: Builder) -> None:
     )
 
 
-def add_hook_received_first(b: Builder) -> None:
+def add_hook_races(b: Builder) -> None:
+    """Two races of the hook paths, on one runtime (`_hook_received_first`, `_shared_token`)."""
+    rt = b.runtime("hook-races", JUDGE_REENQUEUE="0")
+    _hook_received_first(b, rt)
+    _shared_token(b, rt)
+    rt.stop()
+
+
+def _hook_received_first(b: Builder, rt: Runtime) -> None:
     """`hook_created`'s event insert fails after the hook row landed (every time, until the
     hook is resumed: the window stays open however fast the runtime retries); the hook is
     resumed inside that window (the row makes the token resolvable), and the next replay
     writes `hook_created` with a newer id: a completed run whose `hook_received` sorts first."""
     run_id = rw.new_run_id()
-    rt = b.runtime("hook-window", JUDGE_REENQUEUE="0")
     with b.connect() as conn:
         fault = fail_insert(conn, "workflow_events", run_id, "hook_created", times=None)
         rt.start_run("hooked", [11, "corpus-early"], run_id, module="corpus")
@@ -260,7 +268,6 @@ def add_hook_received_first(b: Builder) -> None:
         rt.resume_hook("corpus-early", {"n": 1})
         fault.drop()
     b.settle(run_id, TERMINAL)
-    rt.stop()
     order = b.scalar(
         "SELECT string_agg(type, ',' ORDER BY id) FROM workflow.workflow_events"
         " WHERE run_id = %s AND type IN ('hook_created', 'hook_received')",
@@ -277,6 +284,29 @@ def add_hook_received_first(b: Builder) -> None:
             repairable=False,
         )
     )
+
+
+def _shared_token(b: Builder, rt: Runtime) -> None:
+    """Two runs create a hook with the same token at once: the token check and the hook row
+    insert are separate statements and `token` has no unique index, so while the first
+    run's insert is delayed the second passes the check too: two live runs own one token
+    (upstream vw#4173). Which run a resume reaches is undefined, so both stay waiting."""
+    first = rw.new_run_id()
+    with b.connect() as conn:
+        fault = slow_insert(conn, "workflow_hooks", first, None, seconds=3)
+        rt.start_run("hooked", [12, "corpus-shared"], first, module="corpus")
+        wait_until(lambda: fault.matches() >= 1, SETTLE, "the first hook insert to sleep")
+        second = rt.start_run("hooked", [13, "corpus-shared"], module="corpus")
+        for run_id in (first, second):
+            wait_until(lambda r=run_id: b.has_event(r, "hook_created"), SETTLE, "hook_created")
+        fault.drop()
+    owners = b.scalar(
+        "SELECT count(DISTINCT run_id) FROM workflow.workflow_hooks WHERE token = %s",
+        ("corpus-shared",),
+    )
+    assert owners == 2, f"the race was missed: {owners} owner(s)"
+    for label, run_id in (("shared_token_first", first), ("shared_token_second", second)):
+        b.add(Run(label, run_id, "hook token owned by two live runs", repairable=False))
 
 
 @dataclass(frozen=True)
@@ -422,7 +452,7 @@ def dead_workers(dsn: str) -> list[str]:
 
 WORLD_STEPS: dict[str, tuple[Callable[[Builder], None], ...]] = {
     "healthy": (add_pending,),
-    "faulted": (add_exhausted, add_hook_received_first, add_crashes, add_pending),
+    "faulted": (add_exhausted, add_hook_races, add_crashes, add_pending),
 }
 
 
