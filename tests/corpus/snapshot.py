@@ -14,18 +14,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from tests.faults import TABLES
+
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
-RUN_TABLES = {
-    "workflow_runs": "id",
-    "workflow_events": "run_id",
-    "workflow_steps": "run_id",
-    "workflow_waits": "run_id",
-    "workflow_hooks": "run_id",
-    "workflow_stream_chunks": "run_id",
-}
-JOB_RUN_ID = (
-    "convert_from(decode(j.payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId'"
-)
+RUN_TABLES = TABLES  # the world's tables and the column naming the run
+# The run a queue job (alias j) names: its payload's `data` is the base64 JSON body.
+JOB_RUN_ID = "convert_from(decode(j.payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId'"
 
 
 def digests(dsn: str) -> dict[str, str]:

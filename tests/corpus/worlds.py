@@ -15,8 +15,9 @@ Two worlds, built once per session:
   runtime produces, each in its own run: orphan step / wait / hook rows, a step and a wait
   completed without their events, a run completed without `run_completed`, a run row without
   `run_created`, a lost wake-up (job deleted mid-sleep), an exhausted job (flow route down),
-  `hook_received` before `hook_created` (a hook resumed inside the window); the crash leaves
-  their jobs locked by the SIGKILLed worker.
+  `hook_received` before `hook_created` (a hook resumed inside the window), one hook token
+  owned by two live runs (two creations racing); the crash leaves its runs' jobs locked by
+  the SIGKILLed runtime's workers.
 
 Each run carries what the tests judge it by (`Run`): the doctor codes expected for it (empty:
 healthy), the state its workflow ends in once repaired and driven by the runtime, and the
@@ -26,7 +27,9 @@ hook resume the workflow still needs to get there.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +38,13 @@ from typing import Any
 import psycopg
 
 from tests import realworld as rw
+from tests.conftest import Server, _create_db
+from tests.corpus.snapshot import JOB_RUN_ID
+from tests.dumprestore import round_trip
 from tests.faults import drop_faults, fail_insert, slow_insert, terminate
 from tests.judge import Runtime, wait_until
 
+log = logging.getLogger("wfctl.corpus")  # build timings: -o log_cli=true --log-cli-level=INFO
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 # Liveness bounds for the builders' polls (not speed assertions): 2 cores shared by many.
 SETTLE = 60.0
@@ -55,6 +62,7 @@ class Run:
     value: Any = None  # its return value when `end == "completed"`
     resume: tuple[str, Any] | None = None  # (token, payload) the runtime still needs
     note: str = ""
+    repairable: bool = True  # False: report-only (the runtime already accepted its log)
 
     @property
     def corrupt(self) -> bool:
@@ -63,11 +71,14 @@ class Run:
 
 @dataclass
 class World:
-    """A built world: its template database and its runs by label."""
+    """A built world: its (restored) template database, its runs by label, and the workers
+    that held job locks when their runtime was SIGKILLed (the operator knows they are dead)."""
 
     name: str
     template: str
     runs: dict[str, Run] = field(default_factory=dict)
+    dead_workers: list[str] = field(default_factory=list)
+    source: str = ""  # the database the runtime built, before the dump/restore
 
     def corrupt(self) -> dict[str, Run]:
         return {r.run_id: r for r in self.runs.values() if r.corrupt}
@@ -162,9 +173,7 @@ def build_background(b: Builder) -> None:
     # A restart with another continuation limit: its startup recovery replays the sleeper,
     # which enqueues a continuation keyed by the new hop count beside the first one.
     rt = b.runtime("background-restart", WORKFLOW_WAIT_CONTINUATION_MAX_DELAY_SECONDS="7200")
-    wait_until(
-        lambda: continuation_keys(b, long_sleep) >= 2, SETTLE, "a second continuation job"
-    )
+    wait_until(lambda: continuation_keys(b, long_sleep) >= 2, SETTLE, "a second continuation job")
     # The recovery re-drives every live run (the retrying step's job is delivered at once
     # and rescheduled): stop only once nothing is due, so no delivery is cut short.
     quiesce(b)
@@ -174,9 +183,11 @@ def build_background(b: Builder) -> None:
 def quiesce(b: Builder) -> None:
     """Wait until no job is locked or due within a minute (exhausted ones aside)."""
     wait_until(
-        lambda: not b.scalar(
-            "SELECT count(*) FROM graphile_worker._private_jobs WHERE locked_at IS NOT NULL"
-            " OR (attempts < max_attempts AND run_at < now() + interval '1 minute')"
+        lambda: (
+            not b.scalar(
+                "SELECT count(*) FROM graphile_worker._private_jobs WHERE locked_at IS NOT NULL"
+                " OR (attempts < max_attempts AND run_at < now() + interval '1 minute')"
+            )
         ),
         SETTLE,
         "the queue to have nothing due",
@@ -188,9 +199,8 @@ def continuation_keys(b: Builder, run_id: str) -> int:
     """Live jobs keyed `wait_<id>:hop-N` for a run."""
     return int(
         b.scalar(
-            "SELECT count(*) FROM graphile_worker._private_jobs"
-            " WHERE key LIKE 'wait\\_%%:hop-%%'"
-            " AND convert_from(decode(payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId' = %s",
+            "SELECT count(*) FROM graphile_worker._private_jobs j"
+            f" WHERE j.key LIKE 'wait\\_%%:hop-%%' AND {JOB_RUN_ID} = %s",
             (run_id,),
         )
     )
@@ -218,9 +228,7 @@ def add_exhausted(b: Builder) -> None:
         wait_until(
             lambda: conn.execute(
                 "SELECT count(*) FILTER (WHERE attempts >= max_attempts AND locked_at IS NULL)"
-                " FROM graphile_worker._private_jobs"
-                " WHERE convert_from(decode(payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId'"
-                " = %s",
+                f" FROM graphile_worker._private_jobs j WHERE {JOB_RUN_ID} = %s",
                 (run_id,),
             ).fetchone()[0],
             SETTLE * 2,
@@ -239,20 +247,33 @@ def add_exhausted(b: Builder) -> None:
     )
 
 
-def add_hook_received_first(b: Builder) -> None:
-    """`hook_created`'s event insert fails once after the hook row landed; the hook is resumed
-    inside that window (the row makes the token resolvable), and the replay then writes
-    `hook_created` with a newer id: a completed run whose `hook_received` sorts first."""
+def add_hook_races(b: Builder) -> None:
+    """Two races of the hook paths, on one runtime (`_hook_received_first`, `_shared_token`)."""
+    rt = b.runtime("hook-races", JUDGE_REENQUEUE="0")
+    _hook_received_first(b, rt)
+    _shared_token(b, rt)
+    rt.stop()
+
+
+def _hook_received_first(b: Builder, rt: Runtime) -> None:
+    """`hook_created`'s event insert fails after the hook row landed (every time, until the
+    hook is resumed: the window stays open however fast the runtime retries); the hook is
+    resumed inside that window (the row makes the token resolvable), and the next replay
+    writes `hook_created` with a newer id: a completed run whose `hook_received` sorts first."""
     run_id = rw.new_run_id()
-    rt = b.runtime("hook-window", JUDGE_REENQUEUE="0")
     with b.connect() as conn:
-        fault = fail_insert(conn, "workflow_events", run_id, "hook_created", times=1)
+        fault = fail_insert(conn, "workflow_events", run_id, "hook_created", times=None)
         rt.start_run("hooked", [11, "corpus-early"], run_id, module="corpus")
         wait_until(lambda: fault.matches() >= 1, SETTLE, "the failed hook_created insert")
         rt.resume_hook("corpus-early", {"n": 1})
         fault.drop()
     b.settle(run_id, TERMINAL)
-    rt.stop()
+    order = b.scalar(
+        "SELECT string_agg(type, ',' ORDER BY id) FROM workflow.workflow_events"
+        " WHERE run_id = %s AND type IN ('hook_created', 'hook_received')",
+        (run_id,),
+    )
+    assert order == "hook_received,hook_created", f"the window was missed: {order}"
     b.add(
         Run(
             "hook_received_first",
@@ -260,8 +281,32 @@ def add_hook_received_first(b: Builder) -> None:
             "hook_received sorts before hook_created",
             end="completed",
             value={"total": 12},
+            repairable=False,
         )
     )
+
+
+def _shared_token(b: Builder, rt: Runtime) -> None:
+    """Two runs create a hook with the same token at once: the token check and the hook row
+    insert are separate statements and `token` has no unique index, so while the first
+    run's insert is delayed the second passes the check too: two live runs own one token
+    (upstream vw#4173). Which run a resume reaches is undefined, so both stay waiting."""
+    first = rw.new_run_id()
+    with b.connect() as conn:
+        fault = slow_insert(conn, "workflow_hooks", first, None, seconds=3)
+        rt.start_run("hooked", [12, "corpus-shared"], first, module="corpus")
+        wait_until(lambda: fault.matches() >= 1, SETTLE, "the first hook insert to sleep")
+        second = rt.start_run("hooked", [13, "corpus-shared"], module="corpus")
+        for run_id in (first, second):
+            wait_until(lambda r=run_id: b.has_event(r, "hook_created"), SETTLE, "hook_created")
+        fault.drop()
+    owners = b.scalar(
+        "SELECT count(DISTINCT run_id) FROM workflow.workflow_hooks WHERE token = %s",
+        ("corpus-shared",),
+    )
+    assert owners == 2, f"the race was missed: {owners} owner(s)"
+    for label, run_id in (("shared_token_first", first), ("shared_token_second", second)):
+        b.add(Run(label, run_id, "hook token owned by two live runs", repairable=False))
 
 
 @dataclass(frozen=True)
@@ -280,8 +325,15 @@ class Crash:
 
 
 def _crash(
-    label: str, family: str, workflow: str, args: list[Any], event_type: str, code: str,
-    value: Any, module: str = "judge", resume: tuple[str, Any] | None = None,
+    label: str,
+    family: str,
+    workflow: str,
+    args: list[Any],
+    event_type: str,
+    code: str,
+    value: Any,
+    module: str = "judge",
+    resume: tuple[str, Any] | None = None,
 ) -> Crash:
     return Crash(label, family, workflow, args, event_type, frozenset({code}), value, module,
                  resume)  # fmt: skip
@@ -318,7 +370,7 @@ def _sleepers(conn: psycopg.Connection[Any]) -> list[int]:
 def add_crashes(b: Builder) -> None:
     """Every crash at once: each run's write sleeps in its own backend; then the runtime is
     SIGKILLed and the sleeping backends terminated, so each entity write before the sleeping
-    event insert stays committed and the event never lands. A sleeper (`nap`, 30 s) loses
+    event insert stays committed and the event never lands. A sleeper (`nap`, 8 s) loses
     its wake-up: its job is deleted once the runtime is dead."""
     rt = b.runtime("crash", JUDGE_REENQUEUE="0", WORKFLOW_POSTGRES_MAX_POOL_SIZE="40")
     starts: list[threading.Thread] = []
@@ -347,18 +399,20 @@ def add_crashes(b: Builder) -> None:
                 starts[-1].start()
             else:
                 start()
-        lost = rt.start_run("nap", [27, 30], module="corpus")
+        wait_until(lambda: len(_sleepers(conn)) >= len(CRASHES), SETTLE * 2, "every window")
+        # Started last, so its 8 s sleep is still running at the kill; by the time doctor
+        # sees the world its wait is past `resume_at` with no job (upstream vw#3743).
+        lost = rt.start_run("nap", [27, 8], module="corpus")
         b.add(
             Run(
                 "lost_wake_up",
                 lost,
-                "lost wake-up: its job deleted mid-sleep",
+                "lost wake-up: its job deleted mid-sleep, the wait past resume_at",
                 frozenset({"WF133"}),
                 "completed",
                 pair_value(27),
             )
         )
-        wait_until(lambda: len(_sleepers(conn)) >= len(CRASHES), SETTLE * 2, "every window")
         wait_until(lambda: b.has_event(lost, "wait_created"), SETTLE, "the sleeper's wait")
         rt.kill()
         pids = _sleepers(conn)
@@ -367,9 +421,7 @@ def add_crashes(b: Builder) -> None:
         wait_until(lambda: not _sleepers(conn), SETTLE, "the terminated backends to exit")
         drop_faults(conn)
         conn.execute(
-            "DELETE FROM graphile_worker._private_jobs"
-            " WHERE convert_from(decode(payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId'"
-            " = %s",
+            f"DELETE FROM graphile_worker._private_jobs j WHERE {JOB_RUN_ID} = %s",
             (lost,),
         )
     for thread in starts:
@@ -394,3 +446,61 @@ def dead_workers(dsn: str) -> list[str]:
             " WHERE locked_by IS NOT NULL ORDER BY 1"
         ).fetchall()
     return [str(r[0]) for r in rows]
+
+
+# --- the corpus ---------------------------------------------------------------------------------
+
+WORLD_STEPS: dict[str, tuple[Callable[[Builder], None], ...]] = {
+    "healthy": (add_pending,),
+    "faulted": (add_exhausted, add_hook_races, add_crashes, add_pending),
+}
+
+
+def wait_idle(server: Server, dbname: str, timeout: float = 30.0) -> None:
+    """CREATE DATABASE ... TEMPLATE needs the source without sessions: wait for the backends
+    of stopped or killed runtimes to exit."""
+    with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
+        wait_until(
+            lambda: (
+                not conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (dbname,)
+                ).fetchone()[0]
+            ),
+            timeout,
+            f"no sessions on {dbname}",
+        )
+
+
+def build_corpus(
+    server: Server, real_template: str, folder: Path, log_dir: Path
+) -> dict[str, World]:
+    """Build the background once, clone it per world, add each world's own steps, and end
+    each world as a template database restored from a pg_dump of what the runtime left
+    (`World.template`; `World.source` keeps the database as the runtime left it)."""
+    t0 = time.monotonic()
+    background = _create_db(server, real_template, prefix="corpus_bg")
+    builder = Builder(background.dsn, folder, log_dir)
+    try:
+        build_background(builder)
+    finally:
+        builder.close()
+    wait_idle(server, background.name)
+    log.info("background built in %.1fs", time.monotonic() - t0)
+    worlds: dict[str, World] = {}
+    for name, steps in WORLD_STEPS.items():
+        t0 = time.monotonic()
+        db = _create_db(server, background.name, prefix=f"corpus_{name}")
+        world = Builder(db.dsn, folder, log_dir)
+        world.runs = dict(builder.runs)
+        try:
+            for step in steps:
+                step(world)
+        finally:
+            world.close()
+        wait_idle(server, db.name)
+        t1 = time.monotonic()
+        restored = _create_db(server, "template0", prefix=f"corpus_{name}_restored")
+        round_trip(db.dsn, restored.dsn)
+        log.info("%s: built in %.1fs, dump/restore %.1fs", name, t1 - t0, time.monotonic() - t1)
+        worlds[name] = World(name, restored.name, world.runs, dead_workers(restored.dsn), db.name)
+    return worlds
