@@ -15,6 +15,7 @@
 //   GET  /judge/stats                               flow deliveries per run: started, answered
 //   GET  /judge/run?runId=..                        status, and the hydrated return value
 //   POST /judge/resume {token, payload}             resumeHook(token, payload)
+//   POST /judge/cancel {runId}                      getRun(runId).cancel()
 // JSON lines on stdout: {"delivery": ...} when a flow delivery arrives, {"flow": ...} when it
 // is answered (with the status and body), {"ready": true} once up.
 import http from 'node:http';
@@ -110,7 +111,11 @@ const server = http.createServer(async (req, res) => {
     } else if (url.pathname === '/judge/resume' && req.method === 'POST') {
       const { token, payload } = JSON.parse((await readBody(req)).toString());
       const hook = await resumeHook(token, payload);
-      reply(res, 200, { runId: hook.runId });
+      reply(res, 200, { runId: hook.runId, hookId: hook.hookId });
+    } else if (url.pathname === '/judge/cancel' && req.method === 'POST') {
+      const { runId } = JSON.parse((await readBody(req)).toString());
+      await getRun(runId).cancel();
+      reply(res, 200, { runId });
     } else if (url.pathname === '/judge/start' && req.method === 'POST') {
       const { workflowId, args, runUlid } = JSON.parse((await readBody(req)).toString());
       nextRunUlid = runUlid ?? null;
