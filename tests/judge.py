@@ -15,8 +15,7 @@ with `wfctl repair --apply`, start the runtime again and require the run to comp
   each other's bundle (a file lock serialises concurrent sessions).
 - `Runtime(dsn, log_dir, env)` is one runtime process against one database: `start()`,
   `stop()` (SIGTERM, then SIGKILL), `kill()` (SIGKILL: the crash half of a fault window),
-  `start_run()`, `resume_hook()`, `stats()` (flow deliveries per run), `run_info()` (status +
-  hydrated output).
+  `start_run()`, `stats()` (flow deliveries per run), `run_info()` (status + hydrated output).
 - `wait_for_status()` / `stays()` poll the run row with bounded loops.
 """
 

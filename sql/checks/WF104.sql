@@ -10,24 +10,23 @@
 -- Scope: terminal runs, in every scope (a stuck token hurts live runs); --run / --since narrow it.
 -- Age: the run's completed_at (JS clock, UTC) -> now() AT TIME ZONE 'UTC'.
 -- params: run_ids, since, min_age.
-WITH ended AS (
-    SELECT r.id, r.status, coalesce(r.completed_at, r.updated_at) AS ended_at
-    FROM workflow.workflow_runs r
-    WHERE r.status IN ('completed', 'failed', 'cancelled')
-      AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
-      AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
-),
-leftovers AS (
-    SELECT r.id AS run_id, h.hook_id AS entity_id, r.ended_at, r.status,
+-- Performance: driven from the hooks and waits tables (rows of live runs only, plus the
+-- leftovers), each joined to its run by primary key; never a scan of the runs.
+WITH leftovers AS (
+    SELECT r.id AS run_id, h.hook_id AS entity_id,
+           coalesce(r.completed_at, r.updated_at) AS ended_at, r.status, r.created_at,
            format('hook row (token %%s)', left(h.token, 12) || '...') AS what
-    FROM ended r
-    JOIN workflow.workflow_hooks h ON h.run_id = r.id
-    WHERE coalesce((to_jsonb(h) ->> 'token_retention_until')::timestamptz, '-infinity') <= now()
+    FROM workflow.workflow_hooks h
+    JOIN workflow.workflow_runs r ON r.id = h.run_id
+    WHERE r.status IN ('completed', 'failed', 'cancelled')
+      AND coalesce((to_jsonb(h) ->> 'token_retention_until')::timestamptz, '-infinity') <= now()
     UNION ALL
-    SELECT r.id, substring(w.wait_id FROM length(r.id) + 2), r.ended_at, r.status,
+    SELECT r.id, substring(w.wait_id FROM length(r.id) + 2),
+           coalesce(r.completed_at, r.updated_at), r.status, r.created_at,
            format('wait row (%%s)', w.status)
-    FROM ended r
-    JOIN workflow.workflow_waits w ON w.run_id = r.id
+    FROM workflow.workflow_waits w
+    JOIN workflow.workflow_runs r ON r.id = w.run_id
+    WHERE r.status IN ('completed', 'failed', 'cancelled')
 )
 SELECT l.run_id,
        l.entity_id,
@@ -35,4 +34,6 @@ SELECT l.run_id,
        l.ended_at >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
        format('%%s outlived the %%s run', l.what, l.status) AS detail
 FROM leftovers l
+WHERE (%(run_ids)s::text[] IS NULL OR l.run_id = ANY (%(run_ids)s::text[]))
+  AND (%(since)s::interval IS NULL OR l.created_at >= localtimestamp - %(since)s::interval)
 ORDER BY l.ended_at;

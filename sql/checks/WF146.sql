@@ -12,26 +12,37 @@
 WITH runs AS (
     SELECT r.id
     FROM workflow.workflow_runs r
-    WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+    WHERE NOT %(live_only)s  -- the default live scope has no run that ended: skip the scan
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 ),
+-- Performance: one grouped pass over the scope's events finds the runs whose newest
+-- step_started sorts after their first terminal event; only those runs are read again.
 ends AS (
-    SELECT e.run_id, min(e.id) AS terminal_id,
-           (array_agg(e.type ORDER BY e.id))[1] AS terminal_type
+    SELECT e.run_id,
+           min(e.id) FILTER (WHERE e.type IN ('run_completed', 'run_failed', 'run_cancelled'))
+               AS terminal_id,
+           max(e.id) FILTER (WHERE e.type = 'step_started') AS last_started
     FROM runs r
     JOIN workflow.workflow_events e ON e.run_id = r.id
-    WHERE e.type IN ('run_completed', 'run_failed', 'run_cancelled')
+    WHERE e.type IN ('run_completed', 'run_failed', 'run_cancelled', 'step_started')
     GROUP BY 1
+),
+late AS (
+    SELECT t.run_id, t.terminal_id, e.id, e.correlation_id, e.created_at,
+           (SELECT x.type FROM workflow.workflow_events x
+            WHERE x.run_id = t.run_id AND x.id = t.terminal_id) AS terminal_type
+    FROM ends t
+    JOIN workflow.workflow_events e
+      ON e.run_id = t.run_id AND e.id > t.terminal_id AND e.type = 'step_started'
+    WHERE t.last_started > t.terminal_id
 )
-SELECT t.run_id,
-       e.correlation_id AS entity_id,
-       max(e.created_at) AS observed_at,
-       max(e.created_at) >= localtimestamp - %(min_age)s::interval AS in_flight,
-       format('%%s step_started after %%s %%s (first: %%s)', count(*), t.terminal_type,
-              t.terminal_id, min(e.id)) AS detail
-FROM ends t
-JOIN workflow.workflow_events e
-  ON e.run_id = t.run_id AND e.id > t.terminal_id AND e.type = 'step_started'
-GROUP BY t.run_id, e.correlation_id, t.terminal_type, t.terminal_id
+SELECT l.run_id,
+       l.correlation_id AS entity_id,
+       max(l.created_at) AS observed_at,
+       max(l.created_at) >= localtimestamp - %(min_age)s::interval AS in_flight,
+       format('%%s step_started after %%s %%s (first: %%s)', count(*), l.terminal_type,
+              l.terminal_id, min(l.id)) AS detail
+FROM late l
+GROUP BY l.run_id, l.correlation_id, l.terminal_type, l.terminal_id
 ORDER BY observed_at;

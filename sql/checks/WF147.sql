@@ -15,22 +15,32 @@
 WITH runs AS (
     SELECT r.id
     FROM workflow.workflow_runs r
-    WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+    WHERE NOT %(live_only)s  -- the default live scope has no run that ended: skip the scan
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 ),
+-- Performance: one grouped pass over the scope's events finds the runs with any event after
+-- their first terminal event (newest id > first terminal id); only those runs are read again.
 ends AS (
-    SELECT e.run_id, min(e.id) AS terminal_id,
-           (array_agg(e.type ORDER BY e.id))[1] AS terminal_type
+    SELECT e.run_id,
+           min(e.id) FILTER (WHERE e.type IN ('run_completed', 'run_failed', 'run_cancelled'))
+               AS terminal_id,
+           max(e.id) AS last_id
     FROM runs r
     JOIN workflow.workflow_events e ON e.run_id = r.id
-    WHERE e.type IN ('run_completed', 'run_failed', 'run_cancelled')
     GROUP BY 1
+),
+suspects AS (
+    SELECT t.run_id, t.terminal_id,
+           (SELECT x.type FROM workflow.workflow_events x
+            WHERE x.run_id = t.run_id AND x.id = t.terminal_id) AS terminal_type
+    FROM ends t
+    WHERE t.last_id > t.terminal_id
 ),
 late AS (
     SELECT t.run_id, t.terminal_id, t.terminal_type, e.id, e.type, e.correlation_id,
            e.created_at
-    FROM ends t
+    FROM suspects t
     JOIN workflow.workflow_events e ON e.run_id = t.run_id AND e.id > t.terminal_id
     WHERE e.type NOT IN ('step_started', 'noop')
       AND NOT (e.type = 'run_cancelled' AND t.terminal_type = 'run_cancelled')

@@ -13,6 +13,10 @@
 -- tail, as before.
 -- Creation events: step_created, wait_created, hook_created, hook_conflict (the world's
 -- answer to a hook_created), and a lazy step_started (the first event of its step).
+-- resolved_between counts other entities' outcomes (a step's completion, failure or retry, a
+-- wait_completed, a hook_received) between the entity's last event and that creation: the
+-- code may have gone on because of one of those (a race against a sleep, a hook), not
+-- because of the lost completion; then no position is right for every replay.
 -- Times: done_at is the JS-written completion time (UTC wall clock, reference §1.8);
 -- created_at is the DB default (session TimeZone wall clock): done_at is converted to it.
 -- params: run_id, correlation_id, done_at
@@ -48,6 +52,11 @@ previous AS (
     LIMIT 1
 )
 SELECT own.last_id,
+       (SELECT count(*) FROM workflow.workflow_events b
+        WHERE b.run_id = %(run_id)s AND b.id > own.last_id AND b.id < d.id
+          AND b.correlation_id IS DISTINCT FROM %(correlation_id)s
+          AND b.type IN ('step_completed', 'step_failed', 'step_retrying', 'wait_completed',
+                         'hook_received')) AS resolved_between,
        d.id AS dependent_id,
        d.type AS dependent_type,
        d.correlation_id AS dependent_correlation_id,

@@ -92,3 +92,23 @@ def assert_in_flight(doctor: Any, db: Db, code: str, *args: str) -> None:
     assert checks[code]["count"] == 0 and checks[code]["in_flight"] >= 1, checks[code]
     assert checks[code]["status"] == "in_flight"
     assert status == 0
+
+
+def hand_written_log(db: Db, run_id: str, log: list[tuple[str, str | None]]) -> None:
+    """A running run and its events (type, correlation id) in this order, by SQL: for shapes
+    no package path writes on demand (each caller says why)."""
+    from wfctl.world import ids
+
+    with db.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
+            " VALUES (%s, 'postgres', 'running', %s, '5')",
+            (run_id, rw.WORKFLOW),
+        )
+        clock = ids.MonotonicUlid()
+        for kind, corr in log:
+            conn.execute(
+                "INSERT INTO workflow.workflow_events (id, type, correlation_id, run_id)"
+                " VALUES (%s, %s, %s, %s)",
+                ("wevt_" + clock.next(), kind, corr, run_id),
+            )

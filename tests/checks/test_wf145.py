@@ -6,8 +6,7 @@ import threading
 import time
 
 from tests import realworld as rw
-from tests.checks.conftest import assert_fires, assert_in_flight
-from wfctl.world import ids
+from tests.checks.conftest import assert_fires, assert_in_flight, hand_written_log
 
 
 def test_hook_received_after_hook_disposed_via_the_real_race(world, real_world, doctor) -> None:
@@ -56,23 +55,15 @@ def test_second_hook_disposed(wfctl_world, doctor) -> None:
     """beta.29 refuses a second disposal (its DELETE finds no row), so no package path writes
     two; the rows are written by hand to pin the rule (hook.dispose-once)."""
     run_id, hook_id = rw.new_run_id(), rw.new_hook_id()
-    with wfctl_world.connect() as conn:
-        conn.execute(
-            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
-            " VALUES (%s, 'postgres', 'running', %s, '5')",
-            (run_id, rw.WORKFLOW),
-        )
-        clock = ids.MonotonicUlid()
-        for kind, corr in [
+    hand_written_log(
+        wfctl_world,
+        run_id,
+        [
             ("run_created", None),
             ("hook_created", hook_id),
             ("hook_disposed", hook_id),
             ("hook_disposed", hook_id),
-        ]:
-            conn.execute(
-                "INSERT INTO workflow.workflow_events (id, type, correlation_id, run_id)"
-                " VALUES (%s, %s, %s, %s)",
-                ("wevt_" + clock.next(), kind, corr, run_id),
-            )
+        ],
+    )
     check = assert_fires(doctor, wfctl_world, "WF145", hook_id)
     assert "2 hook_disposed events for one hook" in check["samples"][0]["detail"]

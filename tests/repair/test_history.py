@@ -4,9 +4,12 @@ leftover rows. Produced through the real package's write path (tests/realworld.p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tests import realworld as rw
 from tests.checks.test_wf104 import hook_row_outlives_its_run
 from tests.checks.test_wf143 import completed_wait_without_wait_created
+from tests.faults import fail_insert
 from tests.repair.conftest import FORCE, events, outcomes
 from wfctl.world import ids
 
@@ -103,3 +106,50 @@ def test_revival_only_for_exactly_a_replay_failure(world, real_world, apply, rep
     # nothing left to revive
     status, again = apply(real_world, "--all", "--only", "WF141", "--allow-revive", "--run", good)
     assert status == 0 and again["items"] == []
+
+
+def _torn_step_then(
+    world: rw.RealWorld, db, after: Callable[[str], list], before: Callable[[str], list]
+) -> tuple[str, str, str]:
+    """Through the real write path: a step (with `before(run_id)` ops beside it) whose
+    step_completed event insert fails (row completed, no event; WF111), then
+    `after(run_id)` ops and a next step's creation; returns (run, step, next step)."""
+    run_id, step_id, next_id = world.new_run(), rw.new_step_id(), rw.new_step_id()
+    world.ok([rw.step_created(run_id, step_id), *before(run_id), rw.step_started(run_id, step_id)])
+    with (
+        db.connect() as conn,
+        fail_insert(conn, "workflow_events", run_id, "step_completed"),
+    ):
+        assert not world.ops([rw.step_completed(run_id, step_id)])[0]["ok"]
+    world.ok([*after(run_id), rw.step_created(run_id, next_id)])
+    return run_id, step_id, next_id
+
+
+def test_completion_placed_before_the_step_created_after_it(world, real_world, apply):
+    run_id, step_id, next_id = _torn_step_then(world, real_world, lambda run: [], lambda run: [])
+    status, report = apply(real_world, "--only", "WF111")
+    assert status == 0 and outcomes(report) == {"WF111": ["applied"]}, report
+    order = [(e[1], e[2]) for e in events(real_world, run_id)]
+    assert order.index(("step_completed", step_id)) < order.index(("step_created", next_id))
+
+
+def test_completion_refused_when_another_outcome_sorts_between(world, real_world, apply):
+    """The step raced against a sleep (both requested together); the wait completed after the
+    lost completion and the next step was created then: the code may have created it because
+    of the wait, not the step. Refused, nothing written."""
+    wait_id = rw.new_wait_id()
+    when = rw.utcnow()
+
+    def sleep(run: str) -> list:
+        return [rw.wait_created(run, wait_id, when)]
+
+    def sleep_done(run: str) -> list:
+        return [rw.wait_completed(run, wait_id, when)]
+
+    run_id, _, _ = _torn_step_then(world, real_world, sleep_done, sleep)
+    before = events(real_world, run_id)
+    status, report = apply(real_world, "--only", "WF111")
+    [item] = report["items"]
+    assert status != 0 and item["outcome"] == "refused", report
+    assert "other outcome" in item["reason"] and "step_created" in item["reason"]
+    assert events(real_world, run_id) == before

@@ -22,6 +22,7 @@ enqueues a wake-up; the runtime (without its startup recovery) must finish the r
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -43,6 +44,8 @@ from tests.repair.test_real_judge import (  # noqa: F401  (fixtures)
     wfctl,
 )
 from wfctl.world import ids
+
+log = logging.getLogger("wfctl.judge")
 
 pytestmark = pytest.mark.skipif(not judge.available(), reason="node/npm not found: no real runtime")
 
@@ -80,6 +83,7 @@ def test_wf141_revived_run_is_finished_by_the_runtime(db, runtimes, wfctl) -> No
             "SELECT error_code FROM workflow.workflow_runs WHERE id = %s", (run_id,)
         ).fetchone()[0]
     assert code in ("CORRUPTED_EVENT_LOG", "REPLAY_DIVERGENCE")
+    log.info("the runtime failed %s with %s", run_id, code)
     assert findings(wfctl, run_id).get("WF141") == {step_id}
 
     release_dead_workers(db)

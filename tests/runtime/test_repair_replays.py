@@ -94,3 +94,23 @@ def test_restored_completion_is_placed_before_the_hook_created_after_it(
     assert done.output == {"decision": "yes", "sum": 13}
     assert flows.calls.get("add") == 2  # the repaired step was not run again
     doctor_clean(run_cli, world.dsn)
+
+
+def test_hook_received_before_hook_created_replays(store, conn, run_cli, world) -> None:
+    """WF142's shape (a resume inside beta.29's orphan-hook window journals hook_received
+    before hook_created) is informational because both runtimes replay it: core beta.39's
+    hook consumer takes a payload before the creation event, and so does wfctl's engine."""
+    run_id = create(flows.approval, ["p6"], conn=conn).run_id
+    drive(store, run_id)
+    status, _, err = run_cli("--dsn", world.dsn, "hooks", "resume", "approve-p6", '"ok"')
+    assert status == 0, err
+    done = drive(store, run_id)
+    assert done.status == "completed"
+    log = [e for e in store.read_events(run_id) if e.type != "run_completed"]
+    created = next(i for i, e in enumerate(log) if e.type == "hook_created")
+    received = next(i for i, e in enumerate(log) if e.type == "hook_received")
+    swapped = list(log)
+    swapped[created], swapped[received] = log[received], log[created]
+    outcome = _replay(store, run_id, swapped)
+    assert isinstance(outcome, eng.Completed), outcome
+    assert serde.loads(outcome.output) == done.output

@@ -8,7 +8,10 @@ created after the completion happened: the code that created it may have run bec
 result was known, and a replay that meets that creation before the completion stops there.
 
 So a restored terminal event is placed before the first creation event written at or after the
-entity's completion time (sql/repair/terminal_position.sql). A legacy run is read in `wevt_`
+entity's completion time (sql/repair/terminal_position.sql), when no other entity's outcome
+sorts between: with one there (a wait_completed the code raced the step against, say), the
+creation may follow from that outcome instead, a replay may take either branch, and the repair
+refuses rather than guess. A legacy run is read in `wevt_`
 ULID order, so an id between the two neighbours is minted (with a created_at between theirs:
 the replay clock reads it). A slot-numbered run can only append: the repair refuses instead.
 Without such a creation event the tail is right, as before: nothing later can depend on it.
@@ -46,6 +49,12 @@ def place_terminal(
         f"{dependent} was written after the lost {event.type} and may depend on it: "
         "appended after it, the replay would stop at it"
     )
+    if row["resolved_between"]:
+        raise Refused(
+            f"{why}; but {row['resolved_between']} other outcome(s) (a step's, a wait's, a "
+            "hook's) sort between, and the code may have gone on because of one of those (a "
+            "race): no position is right for every replay; see --explain WF111"
+        )
     legacy_id = id_between(ctx, row["previous_id"], row["dependent_id"], why)
     placed = dataclasses.replace(event, legacy_id=legacy_id, created_at=row["placed_at"])
     return placed, [f"placed before {dependent} (written after the completion), not appended"]
