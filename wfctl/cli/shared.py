@@ -108,6 +108,7 @@ def build() -> Any:
 
 
 def _visit(command: Any, path: str, shared: list[Any], *, is_root: bool = False) -> None:
+    """Apply the shared options and help fixes to `command` and everything below it."""
     if command.help:
         command.help = reflow(command.help)
     if not is_root and path not in NO_SHARED_OPTIONS:
