@@ -73,8 +73,10 @@ def world_env(monkeypatch: pytest.MonkeyPatch, wfctl_world: Any, run_cli: Any) -
 @pytest.mark.parametrize("path", [p for p in COMMANDS if _with_shared(p)], ids=" ".join)
 def test_every_command_takes_format_and_dsn_after_its_name(path: tuple[str, ...]) -> None:
     command = dict(_tree())[path]
-    opts = {o for p in command.params for o in getattr(p, "opts", ())}
-    assert {"--format", "-f", "-o", "--dsn"} <= opts
+    by_name = {p.name: p for p in command.params}
+    fmt, dsn = by_name["output_format"], by_name["dsn"]
+    assert fmt.rich_help_panel == dsn.rich_help_panel == shared.PANEL
+    assert "--format" in fmt.opts and dsn.opts == ["--dsn"]
 
 
 @pytest.mark.parametrize("path", [p for p in LEAVES if _with_shared(p)], ids=" ".join)

@@ -159,6 +159,16 @@ def test_readme_quick_tour_runs_on_a_fresh_machine(tmp_path: Path) -> None:
             assert done.stderr.count("using the embedded PostgreSQL") == 1
         info = json.loads(wfctl("info", "-o", "json").stdout)
         assert info["embedded"]["running"] and info["embedded"]["dsn"].startswith("postgresql://")
+        # a worker connects many times: the banner still prints once per process
+        many = subprocess.run(
+            [sys.executable, "-c", "from wfctl.connection.db import Target, connect\n"
+             "from wfctl.connection.dsn import resolve_dsn\n"
+             "t = Target(resolve_dsn(None))\n"
+             "for _ in range(5):\n"
+             "    with connect(t) as c: c.execute('SELECT 1')\n"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert many.returncode == 0 and many.stderr.count("embedded PostgreSQL") == 1
     finally:
         stopped = wfctl("embedded", "stop")
     assert stopped.returncode == 0 and "stopped" in stopped.stdout

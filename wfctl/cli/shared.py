@@ -17,6 +17,7 @@ hard line breaks are re-flowed into paragraphs so rich wraps them cleanly at any
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Annotated, Any
 
@@ -107,11 +108,19 @@ def build() -> Any:
 
 
 def _visit(command: Any, path: str, shared: list[Any], *, is_root: bool = False) -> None:
+    """Apply the shared options and help fixes to `command` and everything below it."""
     if command.help:
         command.help = reflow(command.help)
     if not is_root and path not in NO_SHARED_OPTIONS:
-        names = {opt for p in command.params for opt in getattr(p, "opts", ())}
-        command.params.extend(p for p in shared if not names.intersection(p.opts))
+        taken = {opt for p in command.params for opt in getattr(p, "opts", ())}
+        for param in shared:
+            # a command's own flag wins (say `-o FILE`); the rest of the shared flags remain
+            free = [opt for opt in param.opts if opt not in taken]
+            if free and free != param.opts:
+                param = copy.copy(param)
+                param.opts = free
+            if free:
+                command.params.append(param)
     for param in command.params:
         placeholder(param)
     command.get_help_option = _flag_help_option(command.get_help_option)

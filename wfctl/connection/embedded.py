@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,17 +54,13 @@ def _start(directory: Path) -> str:
         ) from exc
     directory.mkdir(parents=True, exist_ok=True)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            server = pgserver.get_server(  # type: ignore[attr-defined]
-                str(directory), cleanup_mode=None
-            )
+        base = _get_server_uri(pgserver, directory)
+    except subprocess.TimeoutExpired:
+        # pgserver gives `pg_ctl start` 10 s; on a loaded machine the first start (after
+        # initdb) can take longer while the server goes on starting: wait for it to be ready.
+        base = _when_ready(directory)
     except Exception as exc:
-        raise WfctlError(
-            f"could not start the embedded PostgreSQL in {directory}: {type(exc).__name__}",
-            hint="pass --dsn, or remove the directory and retry",
-        ) from exc
-    base = str(server.get_uri())
+        raise _start_error(directory, exc) from exc
     with psycopg.connect(base, autocommit=True) as conn:
         exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DB,)
@@ -77,6 +74,31 @@ def _start(directory: Path) -> str:
         file=sys.stderr,
     )
     return psycopg.conninfo.make_conninfo(base, dbname=EMBEDDED_DB)
+
+
+def _get_server_uri(pgserver: Any, directory: Path) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return str(pgserver.get_server(str(directory), cleanup_mode=None).get_uri())
+
+
+def _when_ready(directory: Path, patience: float = 60.0) -> str:
+    """The server pg_ctl gave up waiting for, once its pid file says `ready`."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        info = _postmaster(directory)
+        if info is not None and info.is_running() and info.status == "ready":
+            # the URI pgserver would give (its half-made handle for this directory is stale)
+            return str(info.get_uri())
+        time.sleep(0.5)
+    raise _start_error(directory, TimeoutError(f"not ready after {patience:.0f} s"))
+
+
+def _start_error(directory: Path, exc: BaseException) -> WfctlError:
+    return WfctlError(
+        f"could not start the embedded PostgreSQL in {directory}: {type(exc).__name__}",
+        hint=f"see {directory / 'log'}; pass --dsn, or remove the directory and retry",
+    )
 
 
 @dataclass(frozen=True)

@@ -327,7 +327,7 @@ def run_command(
         again = f"wfctl run {target} --id {created.run_id} --wait"
         if wait:
             st.output.message(f"wfctl: run {created.run_id}: driving it to its end")
-        blocked = BlockedReporter(st, store, again)
+        blocked = BlockedReporter(st, store, again if wait else "")
         runner = ex.Executor(wdef.registry, store, log=st.output.debug, on_blocked=blocked)
         try:
             done = runner.drive(created.run_id, wait=wait, timeout=limit)
@@ -346,7 +346,8 @@ def run_command(
 
 
 class BlockedReporter:
-    """Says on stderr, once per change, what a blocked run waits on and how it continues."""
+    """Says on stderr, once per change, what a blocked run waits on and how it continues
+    (`again`: the command that picks the run up, when this process keeps waiting)."""
 
     def __init__(self, st: State, store: Store, again: str) -> None:
         self.st = st
@@ -371,7 +372,8 @@ class BlockedReporter:
         if lines and lines != self.last:
             for line in lines:
                 self.st.output.message(line)
-            self.st.output.message(
-                f"wfctl: Ctrl-C leaves the run durable; continue it later with `{self.again}`"
-            )
+            if self.again:  # --wait: this process keeps waiting, say how to leave safely
+                self.st.output.message(
+                    f"wfctl: Ctrl-C leaves the run durable; continue it later with `{self.again}`"
+                )
         self.last = lines
