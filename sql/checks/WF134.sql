@@ -2,6 +2,10 @@
 -- graphile keeps a permanently failed job with its last_error; the run it was meant to wake
 -- stays pending/running. Often the cause of a WF133 stranded run.
 -- Jobs wfctl failed on purpose (last_error 'wfctl: ...', WF131/WF132 repairs) are not findings.
+-- Nor is an exhausted job the run has moved past: once the run was re-woken (WF133's repair, a
+-- world.start() re-enqueue, a continuation) it has a live job created after the exhausted one
+-- failed, or its log has an event written after that: the job is history, not a finding.
+-- (events.created_at is the DB's session wall clock: compared with updated_at::timestamp.)
 -- Age: the job's updated_at (timestamptz) -> now().
 -- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
 WITH runs AS (
@@ -29,4 +33,19 @@ SELECT j.run_id,
               left(coalesce(j.last_error, 'no error recorded'), 120)) AS detail
 FROM jobs j
 JOIN runs r ON r.id = j.run_id
+WHERE NOT EXISTS (
+          SELECT 1
+          FROM graphile_worker._private_jobs n
+          JOIN graphile_worker._private_tasks t ON t.id = n.task_id
+          WHERE t.identifier LIKE %(task)s
+            AND n.attempts < n.max_attempts
+            AND n.created_at > j.updated_at
+            AND n.payload ->> 'data' IS NOT NULL
+            AND convert_from(decode(n.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId'
+                = j.run_id)
+  AND NOT EXISTS (
+          SELECT 1
+          FROM workflow.workflow_events e
+          WHERE e.run_id = j.run_id
+            AND e.created_at > j.updated_at::timestamp)
 ORDER BY j.updated_at;

@@ -349,4 +349,5 @@ def test_wf133_wake_up_job_is_taken_by_the_runtime(db, runtimes, wfctl) -> None:
         "repair", "--apply", "--yes", "--reason", "judge", *FORCE, "--only", "WF133"
     )
     assert status == 0 and [i["outcome"] for i in report["items"]] == ["applied"], report
+    assert findings(wfctl, run_id) == {}  # re-woken: the exhausted job is history (no WF134)
     judge_completion(db, wfctl, runtimes, run_id, {"a": 6, "b": 16})
