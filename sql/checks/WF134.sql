@@ -9,7 +9,7 @@
 -- greatest(now(), run_at) + exp(least(attempts, 10)) s, so the last failure is run_at minus
 -- that back-off; permanently_fail_jobs sets updated_at instead: the later of the two.
 -- (events.created_at is the DB's session wall clock: compared as ::timestamp.)
--- Age: the job's updated_at (timestamptz) -> now().
+-- Age: the job's last failure (failed_at, below) -> now().
 -- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
 WITH runs AS (
     SELECT r.id
@@ -32,8 +32,8 @@ jobs AS (
 )
 SELECT j.run_id,
        j.id::text AS entity_id,
-       j.updated_at::timestamp AS observed_at,
-       j.updated_at >= now() - %(min_age)s::interval AS in_flight,
+       j.failed_at::timestamp AS observed_at,
+       j.failed_at >= now() - %(min_age)s::interval AS in_flight,
        format('job %%s (key %%s) used all %%s attempts: %%s', j.id, j.key, j.attempts,
               left(coalesce(j.last_error, 'no error recorded'), 120)) AS detail
 FROM jobs j
@@ -53,4 +53,4 @@ WHERE NOT EXISTS (
           FROM workflow.workflow_events e
           WHERE e.run_id = j.run_id
             AND e.created_at > j.failed_at::timestamp)
-ORDER BY j.updated_at;
+ORDER BY j.failed_at;

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests import realworld as rw
 from tests.checks.test_wf112 import completed_wait_without_event
-from tests.checks.test_wf131 import hop_chains, loop_jobs
+from tests.checks.test_wf131 import long_sleeper, loop_jobs
 from tests.checks.test_wf133 import sleep_raced_with_hook
 from tests.repair.conftest import events, outcomes
 from wfctl.doctor.base import Finding
@@ -99,26 +99,11 @@ def _queue_and_log(db) -> list[tuple[Any, ...]]:
     return [*jobs, *log, *audit]
 
 
-def _sleepers(world, n: int) -> list[tuple[str, str]]:
-    """n healthy runs sleeping for 6 days, each with two hop chains (hop-32, hop-518387)."""
-    out = []
-    for _ in range(n):
-        run_id, ops = rw.sleeping_run_ops(timedelta(days=6))
-        world.ok(ops)
-        [wait_id] = [
-            op["event"]["correlationId"]
-            for op in ops
-            if op.get("event", {}).get("eventType") == "wait_created"
-        ]
-        hop_chains(world, run_id, wait_id)
-        out.append((run_id, wait_id))
-    return out
-
-
 def test_healthy_long_sleeps_are_never_written_to(world, real_world, apply, repair) -> None:
     """The shape seen on real worlds: two sleepers, two live hop chains each, attempt 1.
     Doctor is clean, and neither a dry run nor `repair --apply --all` writes anything."""
-    _sleepers(world, 2)
+    long_sleeper(world)
+    long_sleeper(world)
     before = _queue_and_log(real_world)
     status, report = repair(real_world, *("--min-age", "0s", "--force-min-age"), "--all")
     assert status == 0 and report["items"] == [], report
@@ -130,7 +115,7 @@ def test_healthy_long_sleeps_are_never_written_to(world, real_world, apply, repa
 def test_wf131_repair_refuses_a_healthy_chain_under_lock(world, real_world) -> None:
     """Even handed a WF131 finding (a stale report, a race), the repair re-proves under the
     wait's row lock that the chain makes no progress, and refuses a healthy one."""
-    [(run_id, wait_id)] = _sleepers(world, 1)
+    run_id, wait_id = long_sleeper(world)
     before = _queue_and_log(real_world)
     finding = Finding("WF131", run_id, wait_id, None, False, "stale report")
     options = runner.RepairOptions(min_age=timedelta(0))
