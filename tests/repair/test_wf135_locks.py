@@ -66,3 +66,16 @@ def test_unlock_older_than_below_the_floor_is_a_usage_error(world, real_world, r
     )  # fmt: skip
     assert status == 64 and "5 minute floor" in err and out == ""
     assert locks(real_world) == before and audit(real_world) == []
+
+
+def test_unlock_older_than_with_run_releases_only_that_runs_locks(
+    world, real_world, repair, apply
+) -> None:
+    _, _, first_job, _ = two_locked_runs(world, real_world)
+    other_run, _, other_job, _ = two_locked_runs(world, real_world)
+    _, report = apply(real_world, "--unlock-older-than", "30m", "--run", other_run)
+    released = [(i["entity_id"], i["outcome"]) for i in report["items"] if i["code"] == "WF135"]
+    assert released == [(str(other_job), "applied")], report
+    by_id = {row[0]: row for row in locks(real_world)}
+    assert by_id[first_job][1] == "worker-dead"  # another run's lock: untouched
+    assert [row[1] for row in audit(real_world) if row[0] == "WF135"] == [other_run]

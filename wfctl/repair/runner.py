@@ -220,7 +220,9 @@ def _release_locks(
     """WF135 before everything else: the run repairs must see the locks already gone."""
     return [
         Item(r.finding, r.outcome, r.reason, actions=[r.action], audit_id=r.audit_id)
-        for r in wf135.release(conn, options.task, unlock, apply=apply, reason=reason)
+        for r in wf135.release(
+            conn, options.task, unlock, apply=apply, reason=reason, run_ids=options.run_ids
+        )
     ]
 
 

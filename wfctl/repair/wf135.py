@@ -49,11 +49,19 @@ class Release:
 
 
 def release(
-    conn: psycopg.Connection[Any], task: str, unlock: Unlock, *, apply: bool, reason: str
+    conn: psycopg.Connection[Any],
+    task: str,
+    unlock: Unlock,
+    *,
+    apply: bool,
+    reason: str,
+    run_ids: tuple[str, ...] = (),
 ) -> list[Release]:
-    """List (dry run) or release (apply) the selected locks; see the module docstring."""
+    """List (dry run) or release (apply) the selected locks, of `run_ids` only when given;
+    see the module docstring."""
+    scope = {"task": task, "run_ids": list(run_ids) or None, **unlock.params()}
     with conn.cursor(row_factory=dict_row) as cur:
-        locks = cur.execute(sql.load("repair/stale_locks"), {"task": task, **unlock.params()})
+        locks = cur.execute(sql.load("repair/stale_locks"), scope)
         rows = locks.fetchall()
     out = []
     for lock in rows:
