@@ -398,11 +398,12 @@ def _locked_message(job: dict[str, Any]) -> str:
     """Name the holder, since when, and the way out when that worker is gone (WF135)."""
     held = datetime.now(UTC) - job["locked_at"]
     minutes = int(held.total_seconds() // 60)
+    age = max(minutes, int(wf135.UNLOCK_FLOOR.total_seconds() // 60))
     return (
         f"a queue job for the run (job {job['id']}) is locked by {job['locked_by']} since "
         f"{job['locked_at']:%Y-%m-%d %H:%M:%S%z} ({minutes} min): a live writer may still "
         "append the same event; if that worker is gone (graphile frees its jobs after 4 h), "
-        f"`wfctl repair --unlock-older-than {max(minutes, 1)}m` shows the locks it would "
+        f"`wfctl repair --unlock-older-than {age}m` shows the locks it would "
         "release, then add --apply"
     )
 

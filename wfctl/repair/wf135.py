@@ -24,6 +24,9 @@ from wfctl import __version__, sql
 from wfctl.doctor.base import Finding
 
 CODE = "WF135"
+# A live beta.29 delivery can hold its lock up to undici's 300 s fetch deadline: a younger
+# lock may belong to a live worker (the CLI refuses a smaller age without --force-min-age).
+UNLOCK_FLOOR = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
