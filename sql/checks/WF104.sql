@@ -8,7 +8,8 @@
 -- retained on purpose (token_retention_until in the future, vw#3276) are not reported; the
 -- column is read through to_jsonb so one file serves both eras.
 -- Scope: terminal runs, in every scope (a stuck token hurts live runs); --run / --since narrow it.
--- Age: the run's completed_at (JS clock, UTC) -> now() AT TIME ZONE 'UTC'.
+-- Age: the run's completed_at (JS clock) as an instant,
+-- to_timestamp(extract(epoch FROM x)): right for `timestamp` (UTC wall time) and `timestamptz`.
 -- params: run_ids, since, min_age.
 -- Performance: driven from the hooks and waits tables (rows of live runs only, plus the
 -- leftovers), each joined to its run by primary key; never a scan of the runs.
@@ -31,7 +32,7 @@ WITH leftovers AS (
 SELECT l.run_id,
        l.entity_id,
        l.ended_at AS observed_at,
-       l.ended_at >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
+       to_timestamp(extract(epoch FROM l.ended_at)) >= now() - %(min_age)s::interval AS in_flight,
        format('%%s outlived the %%s run', l.what, l.status) AS detail
 FROM leftovers l
 WHERE (%(run_ids)s::text[] IS NULL OR l.run_id = ANY (%(run_ids)s::text[]))

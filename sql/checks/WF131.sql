@@ -54,10 +54,12 @@ chains AS (
     GROUP BY c.run_id, c.wait
 ),
 due AS (
-    -- JS-written columns hold UTC wall time: read them as UTC instants.
+    -- JS-written columns: to_timestamp(extract(epoch FROM x)) reads a `timestamp` as UTC
+    -- wall time and a `timestamptz` (upstream 0026) as itself: the instant either way.
     SELECT ch.*, w.status AS wait_status,
-           (CASE WHEN w.status = 'completed' THEN least(w.resume_at, w.completed_at)
-                 ELSE w.resume_at END) AT TIME ZONE 'UTC' AS deadline
+           to_timestamp(extract(epoch FROM
+               CASE WHEN w.status = 'completed' THEN least(w.resume_at, w.completed_at)
+                    ELSE w.resume_at END)) AS deadline
     FROM chains ch
     JOIN workflow.workflow_waits w ON w.wait_id = ch.run_id || '-' || ch.wait
 )

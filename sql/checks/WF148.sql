@@ -6,7 +6,8 @@
 -- fix, a partial restore); the runtime budgets retries by the row's attempt, so a step may
 -- retry too often or too rarely. Legacy-spec runs (spec_version NULL or <= 1) are excepted.
 -- Read-only: which side is right cannot be known from the database.
--- Age: the step's updated_at (JS clock, UTC) -> now() AT TIME ZONE 'UTC'.
+-- Age: the step's updated_at (JS clock) as an instant,
+-- to_timestamp(extract(epoch FROM x)): right for `timestamp` (UTC wall time) and `timestamptz`.
 -- params: live_only, run_ids, since, min_age.
 -- Performance: per-run totals first (one grouped pass over the step_started events, one over
 -- the steps, a row per run, not per step); only the runs whose totals differ are read per
@@ -48,7 +49,7 @@ starts AS (
 SELECT s.run_id,
        s.step_id AS entity_id,
        s.updated_at AS observed_at,
-       s.updated_at >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
+       to_timestamp(extract(epoch FROM s.updated_at)) >= now() - %(min_age)s::interval AS in_flight,
        format('step %%s: attempt %%s, %%s step_started event(s)', s.step_name, s.attempt,
               coalesce(st.started, 0)) AS detail
 FROM suspects u

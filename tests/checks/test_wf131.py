@@ -32,8 +32,16 @@ def loop_jobs(world: rw.RealWorld, run_id: str, wait_id: str, n: int) -> None:
     )
 
 
-def hop_chains(world: rw.RealWorld, run_id: str, wait_id: str) -> None:
-    """Two hop chains of a healthy 6-day sleep, each at attempt 1."""
+def long_sleeper(world: rw.RealWorld) -> tuple[str, str]:
+    """A healthy run sleeping for 6 days with two hop chains (hop-32, hop-518387), each at
+    attempt 1: the shape seen on real worlds after a restart with another max delay."""
+    run_id, ops = rw.sleeping_run_ops(timedelta(days=6))
+    world.ok(ops)
+    [wait_id] = [
+        op["event"]["correlationId"]
+        for op in ops
+        if op.get("event", {}).get("eventType") == "wait_created"
+    ]
     world.ok(
         [
             rw.queue(
@@ -44,6 +52,7 @@ def hop_chains(world: rw.RealWorld, run_id: str, wait_id: str) -> None:
             for hop, delay in ((32, 82_800), (518_387, 1))
         ]
     )
+    return run_id, wait_id
 
 
 def test_wf131_fires_on_continuations_enqueued_after_the_deadline(
@@ -67,14 +76,7 @@ def test_wf131_a_waiting_wait_re_enqueued_past_its_deadline_fires(
 
 
 def test_wf131_healthy_long_sleep_with_two_hop_chains_is_clean(world, real_world, doctor) -> None:
-    run_id, ops = rw.sleeping_run_ops(timedelta(days=6))
-    world.ok(ops)
-    [wait_id] = [
-        op["event"]["correlationId"]
-        for op in ops
-        if op.get("event", {}).get("eventType") == "wait_created"
-    ]
-    hop_chains(world, run_id, wait_id)
+    long_sleeper(world)
     status, checks, _ = doctor(real_world, "--min-age", "0s", "--only", "WF131,WF133")
     assert checks["WF131"]["count"] == 0 and checks["WF131"]["in_flight"] == 0, checks
     assert checks["WF133"]["count"] == 0

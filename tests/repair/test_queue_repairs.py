@@ -9,7 +9,8 @@ from typing import Any
 
 from tests import realworld as rw
 from tests.checks.test_wf112 import completed_wait_without_event
-from tests.checks.test_wf131 import hop_chains, loop_jobs
+from tests.checks.test_wf131 import long_sleeper, loop_jobs
+from tests.checks.test_wf133 import sleep_raced_with_hook
 from tests.repair.conftest import events, outcomes
 from wfctl.doctor.base import Finding
 from wfctl.repair import runner
@@ -98,26 +99,11 @@ def _queue_and_log(db) -> list[tuple[Any, ...]]:
     return [*jobs, *log, *audit]
 
 
-def _sleepers(world, n: int) -> list[tuple[str, str]]:
-    """n healthy runs sleeping for 6 days, each with two hop chains (hop-32, hop-518387)."""
-    out = []
-    for _ in range(n):
-        run_id, ops = rw.sleeping_run_ops(timedelta(days=6))
-        world.ok(ops)
-        [wait_id] = [
-            op["event"]["correlationId"]
-            for op in ops
-            if op.get("event", {}).get("eventType") == "wait_created"
-        ]
-        hop_chains(world, run_id, wait_id)
-        out.append((run_id, wait_id))
-    return out
-
-
 def test_healthy_long_sleeps_are_never_written_to(world, real_world, apply, repair) -> None:
     """The shape seen on real worlds: two sleepers, two live hop chains each, attempt 1.
     Doctor is clean, and neither a dry run nor `repair --apply --all` writes anything."""
-    _sleepers(world, 2)
+    long_sleeper(world)
+    long_sleeper(world)
     before = _queue_and_log(real_world)
     status, report = repair(real_world, *("--min-age", "0s", "--force-min-age"), "--all")
     assert status == 0 and report["items"] == [], report
@@ -129,7 +115,7 @@ def test_healthy_long_sleeps_are_never_written_to(world, real_world, apply, repa
 def test_wf131_repair_refuses_a_healthy_chain_under_lock(world, real_world) -> None:
     """Even handed a WF131 finding (a stale report, a race), the repair re-proves under the
     wait's row lock that the chain makes no progress, and refuses a healthy one."""
-    [(run_id, wait_id)] = _sleepers(world, 1)
+    run_id, wait_id = long_sleeper(world)
     before = _queue_and_log(real_world)
     finding = Finding("WF131", run_id, wait_id, None, False, "stale report")
     options = runner.RepairOptions(min_age=timedelta(0))
@@ -140,4 +126,33 @@ def test_wf131_repair_refuses_a_healthy_chain_under_lock(world, real_world) -> N
             conn, world_model, writer, options, run_id, [finding], "test", runner.LockedJobs()
         )
     assert item.outcome == "refused" and item.reason.startswith("healthy:"), item
+    assert _queue_and_log(real_world) == before
+
+
+def test_wf133_wakes_a_hooked_run_whose_wait_fell_due(world, real_world, apply) -> None:
+    """vw#3743: a sleep raced against a hook, its continuation lost: one wake-up, once."""
+    run_id, _ = sleep_raced_with_hook(world, -timedelta(minutes=2))
+    status, report = apply(real_world, "--only", "WF133")
+    assert status == 0 and outcomes(report) == {"WF133": ["applied"]}, report
+    [job] = _live_jobs(real_world, run_id)
+    assert job["key"].startswith("msg_") and job["body"]["runId"] == run_id
+    status, again = apply(real_world, "--only", "WF133")
+    assert status == 0 and again["items"] == []
+
+
+def test_wf133_refuses_when_a_job_appeared_meanwhile(world, real_world) -> None:
+    """Found stranded, then a worker restart re-enqueued it before the repair ran: refused,
+    nothing written."""
+    run_id, _ = sleep_raced_with_hook(world, -timedelta(minutes=2))
+    finding = Finding("WF133", run_id, run_id, None, False, "stranded")
+    world.ok([rw.queue(rw.WORKFLOW, {"runId": run_id})])  # meanwhile
+    before = _queue_and_log(real_world)
+    with real_world.connect() as conn:
+        world_model = model.inspect(conn, with_drift=False)
+        writer = EventWriter(slots=world_model.has_event_slots)
+        [item] = runner._apply_run(
+            conn, world_model, writer, runner.RepairOptions(min_age=timedelta(0)), run_id,
+            [finding], "test", runner.LockedJobs(),
+        )  # fmt: skip
+    assert item.outcome == "refused" and "live job" in item.reason, item
     assert _queue_and_log(real_world) == before

@@ -57,8 +57,10 @@ def test_unlock_older_than_shows_then_releases_only_old_locks(
     assert [i for i in report["items"] if i["code"] == "WF135"] == []
 
 
-def test_unlock_older_than_below_the_floor_is_a_usage_error(world, real_world, run_cli) -> None:
-    two_locked_runs(world, real_world)
+def test_unlock_older_than_below_the_floor_is_a_usage_error(
+    world, real_world, run_cli, repair
+) -> None:
+    _, _, dead_job, live_job = two_locked_runs(world, real_world)
     before = locks(real_world)
     status, out, err = run_cli(
         "--dsn", real_world.dsn, "repair", "--apply", "--yes", "--reason", "t",
@@ -66,3 +68,21 @@ def test_unlock_older_than_below_the_floor_is_a_usage_error(world, real_world, r
     )  # fmt: skip
     assert status == 64 and "5 minute floor" in err and out == ""
     assert locks(real_world) == before and audit(real_world) == []
+    # every worker known stopped (a test harness, a maintenance window): --force-min-age
+    _, report = repair(real_world, "--unlock-older-than", "0s", "--force-min-age")
+    planned = {i["entity_id"] for i in report["items"] if i["code"] == "WF135"}
+    assert planned == {str(dead_job), str(live_job)}
+    assert locks(real_world) == before
+
+
+def test_unlock_older_than_with_run_releases_only_that_runs_locks(
+    world, real_world, repair, apply
+) -> None:
+    _, _, first_job, _ = two_locked_runs(world, real_world)
+    other_run, _, other_job, _ = two_locked_runs(world, real_world)
+    _, report = apply(real_world, "--unlock-older-than", "30m", "--run", other_run)
+    released = [(i["entity_id"], i["outcome"]) for i in report["items"] if i["code"] == "WF135"]
+    assert released == [(str(other_job), "applied")], report
+    by_id = {row[0]: row for row in locks(real_world)}
+    assert by_id[first_job][1] == "worker-dead"  # another run's lock: untouched
+    assert [row[1] for row in audit(real_world) if row[0] == "WF135"] == [other_run]

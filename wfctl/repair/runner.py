@@ -172,10 +172,10 @@ def repair(
     """
     released = _release_locks(conn, options, unlock, apply, reason) if unlock else []
     handled = {i.finding.entity_id for i in released}
-    findings = [
+    findings = [  # a young lock is a live delivery's: not even worth a "skipped" line
         f
         for f in detect(conn, world, options)
-        if not (f.code == wf135.CODE and f.entity_id in handled)
+        if not (f.code == wf135.CODE and (f.in_flight or f.entity_id in handled))
     ]
     report = RepairReport(applied=apply, before=counts(findings), items=released)
     writer = EventWriter(slots=world.has_event_slots)
@@ -223,7 +223,9 @@ def _release_locks(
     """WF135 before everything else: the run repairs must see the locks already gone."""
     return [
         Item(r.finding, r.outcome, r.reason, actions=[r.action], audit_id=r.audit_id)
-        for r in wf135.release(conn, options.task, unlock, apply=apply, reason=reason)
+        for r in wf135.release(
+            conn, options.task, unlock, apply=apply, reason=reason, run_ids=options.run_ids
+        )
     ]
 
 
@@ -406,11 +408,12 @@ def _locked_message(job: dict[str, Any]) -> str:
     """Name the holder, since when, and the way out when that worker is gone (WF135)."""
     held = datetime.now(UTC) - job["locked_at"]
     minutes = int(held.total_seconds() // 60)
+    age = max(minutes, int(wf135.UNLOCK_FLOOR.total_seconds() // 60))
     return (
         f"a queue job for the run (job {job['id']}) is locked by {job['locked_by']} since "
         f"{job['locked_at']:%Y-%m-%d %H:%M:%S%z} ({minutes} min): a live writer may still "
         "append the same event; if that worker is gone (graphile frees its jobs after 4 h), "
-        f"`wfctl repair --unlock-older-than {max(minutes, 1)}m` shows the locks it would "
+        f"`wfctl repair --unlock-older-than {age}m` shows the locks it would "
         "release, then add --apply"
     )
 

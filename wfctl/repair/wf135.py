@@ -24,6 +24,9 @@ from wfctl import __version__, sql
 from wfctl.doctor.base import Finding
 
 CODE = "WF135"
+# A live beta.29 delivery can hold its lock up to undici's 300 s fetch deadline: a younger
+# lock may belong to a live worker (the CLI refuses a smaller age without --force-min-age).
+UNLOCK_FLOOR = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,19 @@ class Release:
 
 
 def release(
-    conn: psycopg.Connection[Any], task: str, unlock: Unlock, *, apply: bool, reason: str
+    conn: psycopg.Connection[Any],
+    task: str,
+    unlock: Unlock,
+    *,
+    apply: bool,
+    reason: str,
+    run_ids: tuple[str, ...] = (),
 ) -> list[Release]:
-    """List (dry run) or release (apply) the selected locks; see the module docstring."""
+    """List (dry run) or release (apply) the selected locks, of `run_ids` only when given;
+    see the module docstring."""
+    scope = {"task": task, "run_ids": list(run_ids) or None, **unlock.params()}
     with conn.cursor(row_factory=dict_row) as cur:
-        locks = cur.execute(sql.load("repair/stale_locks"), {"task": task, **unlock.params()})
+        locks = cur.execute(sql.load("repair/stale_locks"), scope)
         rows = locks.fetchall()
     out = []
     for lock in rows:

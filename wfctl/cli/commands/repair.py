@@ -26,7 +26,6 @@ repair_app = typer.Typer(
 app.add_typer(repair_app, name="repair")
 
 MIN_AGE_FLOOR = timedelta(minutes=1)
-UNLOCK_FLOOR = timedelta(minutes=5)
 
 
 @repair_app.callback()
@@ -188,12 +187,12 @@ def _preflight(output: Output, world: model.World, yes: bool) -> None:
 def _unlock_options(
     older_than: str | None, workers: list[str] | None, force: bool
 ) -> wf135.Unlock | None:
-    """The WF135 lock selector. The 5-minute floor: a live beta.29 delivery can hold its lock
-    up to undici's 300 s fetch deadline, so a younger lock may belong to a live worker."""
+    """The WF135 lock selector, with its floor (wf135.UNLOCK_FLOOR: a younger lock may belong
+    to a live delivery)."""
     if older_than is None and not workers:
         return None
     age = parse_duration(older_than, "--unlock-older-than") if older_than is not None else None
-    if age is not None and age < UNLOCK_FLOOR and not force:
+    if age is not None and age < wf135.UNLOCK_FLOOR and not force:
         raise UsageError(
             f"--unlock-older-than {older_than} is below the 5 minute floor",
             hint="a live delivery can hold its lock for minutes; add --force-min-age if you "
