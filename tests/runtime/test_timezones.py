@@ -100,9 +100,7 @@ def test_runtime_writes_true_instants_and_wakes_on_time(zoned: Db, run_cli: Any)
         run_id = create(flows.dozing, ["tz", SLEEP], conn=conn).run_id
         first = drive(store, run_id)  # stops at the retry delay of `flaky`
         assert first.status == "running" and first.next_due is not None, first
-        (retry_after,) = instants(
-            conn, "workflow_steps", ("retry_after",), *_step(run_id, "flaky")
-        )
+        (retry_after,) = instants(conn, "workflow_steps", ("retry_after",), *_step(run_id, "flaky"))
         assert retry_after == first.next_due
         within([retry_after], start, db_now(conn) + timedelta(seconds=1))
 

@@ -43,6 +43,7 @@ from psycopg import errors as pgerrors
 from psycopg.rows import dict_row
 
 from wfctl import sql
+from wfctl.errors import RefusedError
 from wfctl.runtime.engine import UNSTAMPED, Event
 from wfctl.runtime.wire import Pipeline, Result
 from wfctl.world import codec, ids
@@ -55,6 +56,7 @@ from wfctl.world.writer import (
     classify,
 )
 
+SLOT_SPEC = 6  # the first spec version whose runs number their events by slot
 SPEC_VERSION = 5  # what beta.29 writes and reads (reference §3.7); see docs/runtime.md
 DEPLOYMENT_ID = "wfctl"
 IDEMPOTENCY_ATTRIBUTE = "wfctl.idempotencyKey"
@@ -157,8 +159,23 @@ class Store:
         cached = self._schemes.get(run_id)
         if cached is None:
             cached = self.writer.scheme(self.conn, run_id, lock=False)
+            if cached == "legacy" and self.slots:
+                self._refuse_unmarked(run_id)
             self._schemes[run_id] = cached
         return cached
+
+    def _refuse_unmarked(self, run_id: str) -> None:
+        """A spec >= 6 run without a slot marker in a slot-era world: the package's runtime
+        (core >= beta.47) refuses it, so wfctl must not number it with wevt_ ids either
+        (that would make it a legacy run for good). Older runs stay legacy runs."""
+        row = self.conn.execute(sql.load("runtime/read_run"), {"run_id": run_id}).fetchone()
+        spec = _spec(row[4]) if row is not None else None  # spec_version
+        if spec is not None and spec >= SLOT_SPEC:
+            raise RefusedError(
+                f"run {run_id} is at spec {spec} but has no slot marker (WF121):"
+                " wfctl will not give it wevt_ ids",
+                hint="restore its marker first: wfctl repair --only WF121 --allow-rewrite",
+            )
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
