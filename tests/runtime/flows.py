@@ -136,3 +136,13 @@ async def clocked(n: int) -> list[str]:
         await add(i, 1)
         seen.append(now().isoformat())
     return seen
+
+
+@wf.workflow
+async def dozing(key: str, seconds: float) -> int:
+    """A step, a retried step and a sleep: every JS-clock column the runtime writes
+    (started_at, completed_at, updated_at, retry_after, resume_at) on runs, steps and waits."""
+    a = await add(1, 2)
+    await flaky(key, 1)
+    await sleep(seconds)
+    return a

@@ -265,3 +265,28 @@ def test_subcommands_have_help_with_an_example(run_cli, command) -> None:
     status, out, _ = run_cli(*command, "--help")
     assert status == 0
     assert "Examples" in out and "wfctl " in out.split("Examples", 1)[1]
+
+
+def test_an_unmarked_spec_7_run_in_a_slot_world_is_refused(slot_world) -> None:
+    """core >= beta.47 refuses a spec >= 6 run without a slot marker; wfctl must not number
+    it with wevt_ ids (which would make it a legacy run for good)."""
+    from wfctl.errors import RefusedError
+
+    flows.reset()
+    with slot_world.connect() as conn:
+        # run_created with a wevt_ id and no marker, as a torn writer leaves it, at spec 7
+        run_id = create(flows.sequential, [2], conn=conn).run_id
+        conn.execute("DELETE FROM workflow.workflow_events WHERE run_id = %s", (run_id,))
+        conn.execute("DELETE FROM workflow.workflow_event_slots WHERE run_id = %s", (run_id,))
+        Store(conn, slots=False).writer.append(conn, run_id, "run_created", None, {}, 7)
+        conn.execute(
+            "UPDATE workflow.workflow_runs SET spec_version = '7' WHERE id = %s", (run_id,)
+        )
+        before = events(conn, run_id)
+        with pytest.raises(RefusedError, match="WF121") as refused:
+            drive(Store(conn), run_id)
+        assert "--allow-rewrite" in (refused.value.hint or "")
+        assert events(conn, run_id) == before  # nothing written
+        assert conn.execute(
+            "SELECT status::text FROM workflow.workflow_runs WHERE id = %s", (run_id,)
+        ).fetchone() == ("pending",)

@@ -43,6 +43,7 @@ from psycopg import errors as pgerrors
 from psycopg.rows import dict_row
 
 from wfctl import sql
+from wfctl.errors import RefusedError
 from wfctl.runtime.engine import UNSTAMPED, Event
 from wfctl.runtime.wire import Pipeline, Result
 from wfctl.world import codec, ids
@@ -55,6 +56,7 @@ from wfctl.world.writer import (
     classify,
 )
 
+SLOT_SPEC = 6  # the first spec version whose runs number their events by slot
 SPEC_VERSION = 5  # what beta.29 writes and reads (reference §3.7); see docs/runtime.md
 DEPLOYMENT_ID = "wfctl"
 IDEMPOTENCY_ATTRIBUTE = "wfctl.idempotencyKey"
@@ -99,6 +101,26 @@ def _utc_naive(when: datetime) -> datetime:
     return when.astimezone(UTC).replace(tzinfo=None)
 
 
+def _set_clock(conn: psycopg.Connection[Any]) -> bool:
+    """Make the runtime's session write every timestamp column as the package does.
+
+    The rule (docs/runtime.md, Time zones): JS-clock columns (started_at, completed_at,
+    updated_at, retry_after, resume_at) are written as `now() AT TIME ZONE 'UTC'` or naive
+    UTC parameters, i.e. UTC wall time, which is right for `timestamp` columns. A
+    `timestamptz` column (upstream 0026) reads such a value in the session's TimeZone, so on
+    a world whose columns are `timestamptz` the session's TimeZone is set to UTC: the UTC
+    wall time is then the true instant, and DB defaults (`created_at = now()`) are instants
+    whatever the zone. On a `timestamp` world the session keeps the server's zone, because
+    the package's `created_at` defaults hold that session's wall time and wfctl must write
+    them alike. Returns whether the world's columns are `timestamptz`.
+    """
+    row = conn.execute(sql.load("runtime/timestamp_type")).fetchone()
+    instants = bool(row and row[0])
+    if instants:
+        conn.execute("SET TimeZone = 'UTC'")
+    return instants
+
+
 class Store:
     """All SQL of the runtime, on one autocommit connection (transactions are explicit)."""
 
@@ -116,6 +138,7 @@ class Store:
         # run's end removes its queue row, each in the transition's own transaction.
         queue_row = conn.execute(sql.load("worker/has_queue")).fetchone()
         self.queued = bool(queue_row and queue_row[0])
+        self.instants = _set_clock(conn)
         tz_row = conn.execute("SELECT current_setting('TimeZone')").fetchone()
         try:
             self.tz: Any = ZoneInfo(str(tz_row[0])) if tz_row else UTC
@@ -136,8 +159,23 @@ class Store:
         cached = self._schemes.get(run_id)
         if cached is None:
             cached = self.writer.scheme(self.conn, run_id, lock=False)
+            if cached == "legacy" and self.slots:
+                self._refuse_unmarked(run_id)
             self._schemes[run_id] = cached
         return cached
+
+    def _refuse_unmarked(self, run_id: str) -> None:
+        """A spec >= 6 run without a slot marker in a slot-era world: the package's runtime
+        (core >= beta.47) refuses it, so wfctl must not number it with wevt_ ids either
+        (that would make it a legacy run for good). Older runs stay legacy runs."""
+        row = self.conn.execute(sql.load("runtime/read_run"), {"run_id": run_id}).fetchone()
+        spec = _spec(row[4]) if row is not None else None  # spec_version
+        if spec is not None and spec >= SLOT_SPEC:
+            raise RefusedError(
+                f"run {run_id} is at spec {spec} but has no slot marker (WF121):"
+                " wfctl will not give it wevt_ ids",
+                hint="restore its marker first: wfctl repair --only WF121 --allow-rewrite",
+            )
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
@@ -668,9 +706,9 @@ class Tx:
         ok = len(rows) == len(events)
         if ok and self._ids:
             ok = [str(r[0]) for r in rows] == self._ids
-        if ok and self._now_naive is not None:
-            naive = self._now_naive
-            ok = all(datetime.fromisoformat(str(r[1])) == naive for r in rows)
+        if ok and self._now is not None:
+            stamp, aware_of = self._now, self.store.aware
+            ok = all(aware_of(datetime.fromisoformat(str(r[1]))) == stamp for r in rows)
         if not ok:
             # The statements raise instead; defensive. After a COMMIT nothing can be undone:
             # the caller rebuilds from the log, which is the truth.
