@@ -311,10 +311,6 @@ class Runtime:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def resume_hook(self, token: str, payload: Any) -> str:
-        """`resumeHook(token, payload)` through the runtime; the run id the hook belongs to."""
-        return str(self._call("/judge/resume", {"token": token, "payload": payload})["runId"])
-
     def run_info(self, run_id: str) -> dict[str, Any]:
         """The runtime's own view: `{status, returnValue?}` (the output hydrated by the SDK)."""
         return dict(self._call(f"/judge/run?runId={run_id}"))
