@@ -210,6 +210,7 @@ def rerender(output: Path) -> int:
     out = [*preamble, "", *table(registry.CHECKS), ""]
     for check in registry.CHECKS:
         out += section(check, plans.get(check.code) or [(NO_PLAN, "")])
+    out += APPENDIX.read_text(encoding="utf-8").splitlines()  # as the full run lays it out
     out += coverage(registry.CHECKS)
     output.write_text("\n".join(out).rstrip() + "\n", encoding="utf-8")
     print(f"wrote {output} (plans reused)")

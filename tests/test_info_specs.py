@@ -38,13 +38,13 @@ def test_info_counts_runs_and_events_per_spec_version(slot_world, run_cli) -> No
     assert by_spec["7"]["doctor_skips"] == []
     assert any("noop" in n for n in by_spec["7"]["notes"])
     assert set(by_spec["9"]["doctor_skips"]) == {
-        "WF101", "WF102", "WF103", "WF111", "WF112", "WF113"
+        "WF101", "WF102", "WF103", "WF111", "WF112", "WF113", "WF148"
     }  # fmt: skip
 
     status, text, _ = run_cli("--dsn", slot_world.dsn, "info")
     assert status == 0
     assert "spec 7 (sealed log (noop fillers)): 2 runs, 1 emptied by retention, 5 events" in text
-    assert "doctor skips WF101, WF102, WF103, WF111, WF112, WF113" in text
+    assert "doctor skips WF101, WF102, WF103, WF111, WF112, WF113, WF148" in text
 
 
 def test_info_on_an_empty_world_names_no_versions(slot_world, run_cli) -> None:

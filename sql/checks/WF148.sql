@@ -4,7 +4,8 @@
 -- transaction (beta.29 plain and lazy start, and wfctl's runtime), so attempt = the number of
 -- step_started events of the step. A difference means rows and log were edited apart (a hand
 -- fix, a partial restore); the runtime budgets retries by the row's attempt, so a step may
--- retry too often or too rarely. Legacy-spec runs (spec_version NULL or <= 1) are excepted.
+-- retry too often or too rarely. Legacy-spec runs (spec_version NULL or <= 1), runs emptied by
+-- retention and spec >= 9 runs are excepted.
 -- Read-only: which side is right cannot be known from the database.
 -- Age: the step's updated_at (JS clock) as an instant,
 -- to_timestamp(extract(epoch FROM x)): right for `timestamp` (UTC wall time) and `timestamptz`.
@@ -19,6 +20,11 @@ WITH runs AS NOT MATERIALIZED (
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
       AND r.spec_version ~ '^[0-9]+$' AND r.spec_version::int > 1
+      -- not corruption: retention emptied the run (expired_at: its step_started events are
+      -- gone, the rows stay), or its spec is >= 9 (the log is authoritative there: the
+      -- package no longer keeps the row's attempt in step with it)
+      AND r.expired_at IS NULL
+      AND NOT coalesce(substring(r.spec_version FROM '^[0-9]{1,9}$')::int >= 9, false)
 ),
 run_starts AS (
     SELECT e.run_id, count(*) AS started

@@ -150,6 +150,19 @@ def test_sleep_uses_the_log_clock_and_is_deterministic() -> None:
     )
 
 
+def test_a_sleep_never_ends_before_the_instant_asked_for() -> None:
+    """The world keeps a wait's resumeAt in milliseconds: a log clock with microseconds is
+    rounded up, so the deadline is a whole millisecond and never early."""
+    log = Log()
+    log.events.append(
+        eng.Event("evnt_1", "run_created", None, {"input": serde.dumps([])},
+                  T0 + timedelta(microseconds=123_456))
+    )  # fmt: skip
+    (cmd,) = eng.Engine(RUN, napper.fn, []).feed_all(log.events).commands  # type: ignore[union-attr]
+    assert isinstance(cmd, eng.CreateWait)
+    assert cmd.resume_at == T0 + timedelta(minutes=5, milliseconds=124)
+
+
 def test_engine_does_no_io() -> None:
     from pathlib import Path
 

@@ -17,7 +17,9 @@ What these tests pin down (observed, then asserted; docs/runtime.md has the deta
 - then the Node process dies (exit 1): the replay it began for a Python run leaves an
   unconsumed-event check whose ReplayDivergenceError nobody handles. Races of that crash are
   accepted: jobs left locked by the dead process, a run not reached (the next start, as a
-  process manager would do it, fails it), a run failed without its `run_failed` event.
+  process manager would do it, fails it), a run failed without its `run_failed` event, and
+  under load a start that dies before any of its failures lands: a liveness bound of 8
+  starts for every active run, not a run failed by every start.
 - a failed run is final; wfctl reads the gzip-compressed Error the Node runtime wrote
   (`run --id --wait` and a live driver report `failed` with its message; a worker drops the
   run's queue row); `hooks resume`: no active hook.
@@ -240,11 +242,13 @@ def test_node_startup_recovery_fails_every_active_python_run(
     assert jobs(db) == []  # wfctl enqueues nothing in the Node world's queue
 
     # Start the Node deployment; it dies on its own (exit 1, see below); a process manager
-    # would start it again, so do that until no Python run is left active (bounded).
+    # would start it again, so do that until no Python run is left active. A liveness bound:
+    # the crash races the failures' writes, so on a loaded machine a start may die before
+    # any lands (observed); each start makes progress or crashes, and 8 starts suffice.
     active = [k for k in runs if k != "completed"]
     ids = {runs[k] for k in active}
     starts: list[dict[str, Any]] = []
-    for _ in range(6):
+    for _ in range(8):
         still = [k for k in active if snapshot(db, runs[k])["status"] != "failed"]
         if not still:
             break
@@ -276,7 +280,8 @@ def test_node_startup_recovery_fails_every_active_python_run(
             # Python run (an event it could not consume: a step, wait or hook of Python code).
             assert exit_code == 1, rt.log_tail()
             assert "ReplayDivergenceError: Replay could not consume event" in log
-        assert failed_now, "a Node start failed none of the active runs"
+        # A start that failed nothing must have died of that crash (else it wedged).
+        assert failed_now or exit_code == 1, ("a live start failed no active run", starts)
     logger.info("Node starts: %s", starts)
     assert starts[0]["exit"] == 1, starts  # the first start found runs at a step/wait/hook
     assert all(snapshot(db, runs[k])["status"] == "failed" for k in active), starts

@@ -25,7 +25,8 @@ EFFECTS_DDL = """
 CREATE TABLE IF NOT EXISTS public.effects (
     id bigserial PRIMARY KEY, key text NOT NULL, step text NOT NULL, pid int NOT NULL,
     at timestamptz NOT NULL DEFAULT clock_timestamp()
-)"""
+);
+CREATE TABLE IF NOT EXISTS public.gates (key text PRIMARY KEY)"""
 
 
 def _conn() -> psycopg.Connection[Any]:
@@ -147,6 +148,28 @@ async def doomed(key: str) -> str:
 @wf.workflow
 async def timed(key: str) -> str:
     return await slowpoke(key)
+
+
+@wf.step
+def gated_step(key: str) -> str:
+    """Hold until the test opens the gate of `key` (`open_gate`): the test, not the machine's
+    speed, decides how long the run stays in this step (and its worker's lease live)."""
+    effect(key, "gated")
+    while _conn().execute("SELECT 1 FROM public.gates WHERE key = %s", (key,)).fetchone() is None:
+        time.sleep(0.05)
+    return "passed"
+
+
+@wf.workflow
+async def gated(key: str, n: int) -> int:
+    for _ in range(n):
+        await gated_step(key)
+    return n
+
+
+def open_gate(conn: psycopg.Connection[Any], key: str) -> None:
+    """Let every `gated_step` of `key` pass, now and later."""
+    conn.execute("INSERT INTO public.gates (key) VALUES (%s) ON CONFLICT DO NOTHING", (key,))
 
 
 @wf.workflow

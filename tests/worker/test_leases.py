@@ -28,13 +28,22 @@ MARGIN = 15.0
 def test_booting_worker_never_takes_a_live_lease(beta_world: Any, workers: Any) -> None:
     prepare(beta_world)
     with beta_world.connect() as conn:
-        run_id = start(conn, flows.slow, "boot", 0.4, 8)  # ~3.2 s of steps, lease 1.5 s
+        # The run holds A's lease in its first step until the gate opens, however long B
+        # takes to boot on a loaded machine (a run of timed steps could end before B is up).
+        run_id = start(conn, flows.gated, "boot", 8)
         a = workers(beta_world.dsn, "--lease", f"{LEASE}s", "--concurrency", "1")
         a_id = a.worker_id()
         wait_until(lambda: lease_owner(conn, run_id) == a_id, 15, "worker A's lease")
         b = workers(beta_world.dsn, "--lease", f"{LEASE}s", "--concurrency", "2")
         b.worker_id()
         owners = set()
+        # B is serving: watch it claim while the step outlives several leases (A renews), then
+        # let the run go. The window is not asserted on; it only gives B chances to steal.
+        watch_until = time.monotonic() + 3 * LEASE
+        while time.monotonic() < watch_until:
+            owners.add(lease_owner(conn, run_id))
+            time.sleep(0.02)
+        flows.open_gate(conn, "boot")
         while statuses(conn, [run_id])[run_id] not in ("completed", "failed"):
             owners.add(lease_owner(conn, run_id))
             time.sleep(0.02)
@@ -49,7 +58,9 @@ def test_booting_worker_never_takes_a_live_lease(beta_world: Any, workers: Any) 
 def test_killed_worker_runs_resume_elsewhere(beta_world: Any, workers: Any, run_cli: Any) -> None:
     prepare(beta_world)
     with beta_world.connect() as conn:
-        runs = [start(conn, flows.slow, f"kill{i}", 0.3, 6) for i in range(2)]
+        # Each run holds in its first step until its gate opens: A cannot finish them before
+        # B is up and A is killed, however slow the machine.
+        runs = [start(conn, flows.gated, f"kill{i}", 6) for i in range(2)]
         a = workers(beta_world.dsn, "--lease", f"{LEASE}s", "--concurrency", "2")
         a_id = a.worker_id()
         wait_until(
@@ -62,6 +73,8 @@ def test_killed_worker_runs_resume_elsewhere(beta_world: Any, workers: Any, run_
             lambda: all(lease_owner(conn, r) == b_id for r in runs), LEASE + MARGIN, "B"
         )
         assert took <= LEASE + MARGIN
+        for i in range(2):
+            flows.open_gate(conn, f"kill{i}")
         wait_until(lambda: set(statuses(conn, runs).values()) == {"completed"}, 20, "the end")
         for i in range(2):
             pids = [pid for _, pid in effects(conn, f"kill{i}")]

@@ -20,7 +20,7 @@ LOG_AUTHORITATIVE = 9  # single orchestrator: step/wait state is folded from the
 # Row-versus-event checks: a row says something happened and the log does not. From spec 9
 # on the package keeps no step or wait state it checks writes against, so a row without its
 # event is not a wedge there; doctor skips these runs and repair refuses to "heal" them.
-ROW_CHECKS = frozenset({"WF101", "WF102", "WF103", "WF111", "WF112", "WF113"})
+ROW_CHECKS = frozenset({"WF101", "WF102", "WF103", "WF111", "WF112", "WF113", "WF148"})
 # Checks whose SQL requires an event-sourced run (spec >= 2).
 EVENT_SOURCED_CHECKS = frozenset({"WF113", "WF121"})
 

@@ -32,7 +32,7 @@ import hashlib
 import random as _random
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from ulid import ULID
@@ -357,8 +357,9 @@ class Engine:
         corr = self._next_corr("wait")
         fut = self._loop.create_future()
         resume_at = resume_at.astimezone(UTC)
-        # The world stores milliseconds (a JS Date); keep the same precision on both paths.
-        resume_at = resume_at.replace(microsecond=resume_at.microsecond // 1000 * 1000)
+        # The world stores milliseconds (a JS Date); keep the same precision on both paths,
+        # rounding up: a sleep may end late, never before the instant the code asked for.
+        resume_at += timedelta(microseconds=-resume_at.microsecond % 1000)
         self._register(_Request("wait", corr, resume_at=resume_at, future=fut))
         return fut
 

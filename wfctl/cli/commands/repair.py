@@ -118,8 +118,8 @@ def repair(
       wfctl repair --only WF112 --run wrun_01J...
       wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
       wfctl repair --unlock-older-than 30m
-      wfctl repair --apply --reason "INC-42 worker OOM-killed" --yes --unlock-older-than 30m
-      wfctl repair --apply --reason "INC-43" --yes --all --only WF141 --allow-revive
+      wfctl repair --apply --reason "INC-42 OOM" --yes --unlock-older-than 30m
+      wfctl repair --apply --reason INC-43 --yes --all --only WF141 --allow-revive
       wfctl repair --only WF121,WF122,WF123 --allow-rewrite
       wfctl repair log --run wrun_01J...
     """
