@@ -99,7 +99,8 @@ class GcReport:
             "oldest_completion_utc": self.oldest.isoformat() if self.oldest else None,
             "newest_completion_utc": self.newest.isoformat() if self.newest else None,
             ("deleted" if self.applied else "would_delete"): self.counts,
-            "deferred": self.deferred if self.applied else None,
+            # a dry run knows the retained tokens; locks and jobs are seen at apply time
+            "deferred": self.deferred,
             "batches": self.batches,
             "seconds": round(self.seconds, 3),
             "rows_per_second": round(self.rows_per_second, 1),
@@ -133,8 +134,10 @@ def plan(conn: psycopg.Connection[Any], world: World, options: GcOptions) -> GcR
         if world.has_event_slots:
             report.counts["slot_markers"] = runs  # at most one per slot-numbered run
         if world.has_graphile:
-            jobs = conn.execute(sql.load("gc/plan_jobs"), params).fetchone()
-            report.counts["jobs"] = int(jobs[0]) if jobs else 0
+            report.counts["jobs"] = _scalar(conn, "gc/plan_jobs", params)
+        if _extras(conn).token_retention:
+            kept = _scalar(conn, "gc/plan_retained", params)
+            report.deferred["hook_token_retained"] = kept
     report.seconds = time.perf_counter() - started
     return report
 
@@ -156,7 +159,7 @@ def collect(
     deadline = None if options.max_time is None else started + options.max_time.total_seconds()
     with flight.single_flight(conn, flight.GC, "wfctl gc"):
         report = GcReport(True, cutoff(conn, options.older_than), options.older_than)
-        extras = _extras(conn, world)
+        extras = _extras(conn)
         with conn.cursor(name=CURSOR, withhold=True, scrollable=True) as cur:
             cur.execute(sql.load("gc/candidates"), {"cutoff": report.cutoff})
             report.candidates = _count_and_rewind(conn)
@@ -187,7 +190,7 @@ class _Extras:
     run_queue: bool
 
 
-def _extras(conn: psycopg.Connection[Any], world: World) -> _Extras:
+def _extras(conn: psycopg.Connection[Any]) -> _Extras:
     def present(name: str) -> bool:
         row = conn.execute(sql.load(name)).fetchone()
         return bool(row and row[0])

@@ -134,11 +134,15 @@ def _print(output: Output, fmt: Format, report: gc.GcReport) -> None:
         lines.append(f"completions from {report.oldest} to {report.newest}")
     output.data("\n".join(lines))
     output.table(["rows", "count"], [(k, f"{v:,}") for k, v in report.counts.items() if v])
+    kept = ", ".join(f"{k}={v}" for k, v in report.deferred.items() if v) or "none"
     if report.applied:
-        kept = ", ".join(f"{k}={v}" for k, v in report.deferred.items() if v) or "none"
         output.data(
             f"kept for later: {kept}; {report.batches} batches in {report.seconds:.1f} s "
             f"({report.rows_per_second:,.0f} rows/s)"
+        )
+    else:
+        output.data(
+            f"would keep for later: {kept} (runs with a locked job or row are seen at apply)"
         )
     if report.stopped:
         output.message(f"wfctl gc: stopped: {report.stopped}")
