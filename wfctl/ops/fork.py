@@ -99,6 +99,11 @@ def plan(
             )
         fork.from_step, fork.events = _prefix(log, from_step)
     if python:
+        if not store.queued:
+            raise RefusedError(
+                "this database has no worker queue to hand the fork to",
+                hint="`wfctl worker` (or `wfctl bootstrap`) adds it in schema wfctl",
+            )
         fork.queue = queue or _source_queue(store, source_id) or "default"
     else:
         if not world.has_graphile:
