@@ -153,6 +153,7 @@ def test_gc_slot_era_markers_and_retained_hook_tokens(slot_world: Db, run_cli) -
     assert slot_world.scalar("SELECT count(*) FROM workflow.workflow_event_slots") == 3
     status, plan, _ = _gc(run_cli, slot_world, "--older-than", "7d")
     assert plan["would_delete"]["runs"] == 3 and plan["deferred"]["hook_token_retained"] == 1
+    assert plan["would_delete"]["slot_markers"] == 3
 
     status, done, err = _gc(
         run_cli, slot_world, "--older-than", "7d", "--apply", "--reason", "r", "--yes"

@@ -132,7 +132,7 @@ def plan(conn: psycopg.Connection[Any], world: World, options: GcOptions) -> GcR
             ),
         )
         if world.has_event_slots:
-            report.counts["slot_markers"] = runs  # at most one per slot-numbered run
+            report.counts["slot_markers"] = _scalar(conn, "gc/plan_slot_markers", params)
         if world.has_graphile:
             report.counts["jobs"] = _scalar(conn, "gc/plan_jobs", params)
         if _extras(conn).token_retention:
