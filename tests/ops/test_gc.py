@@ -68,6 +68,7 @@ def test_gc_deletes_old_terminal_runs_of_a_real_world_and_the_package_still_read
     status, plan, _ = _gc(run_cli, real_world, "--older-than", "30d")
     assert status == 0 and plan["applied"] is False
     assert plan["would_delete"]["runs"] == 3
+    assert plan["candidates_by_status"] == {"completed": 1, "failed": 1, "cancelled": 1}
     assert plan["would_delete"]["events"] == 9 + 3 + 3  # 2 steps x3 + created, started, end; 3 each
     assert plan["would_delete"]["steps"] == 2
     assert plan["would_delete"]["stream_chunks"] == 1 and plan["would_delete"]["jobs"] == 1

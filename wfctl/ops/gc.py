@@ -69,6 +69,7 @@ class GcReport:
     deferred: dict[str, int] = field(
         default_factory=lambda: {"hook_token_retained": 0, "job_locked": 0, "busy_or_changed": 0}
     )
+    by_status: dict[str, int] = field(default_factory=dict)  # dry run: candidates by status
     oldest: datetime | None = None
     newest: datetime | None = None
     batches: int = 0
@@ -96,6 +97,7 @@ class GcReport:
             "cutoff_utc": self.cutoff.isoformat(),
             "older_than_seconds": self.older_than.total_seconds(),
             "candidates": self.candidates,
+            "candidates_by_status": self.by_status or None,
             "oldest_completion_utc": self.oldest.isoformat() if self.oldest else None,
             "newest_completion_utc": self.newest.isoformat() if self.newest else None,
             ("deleted" if self.applied else "would_delete"): self.counts,
@@ -123,8 +125,9 @@ def plan(conn: psycopg.Connection[Any], world: World, options: GcOptions) -> GcR
         params = {"cutoff": report.cutoff, "task": options.task}
         row = conn.execute(sql.load("gc/plan"), params).fetchone()
         assert row is not None
-        (runs, _c, _f, _x, report.oldest, report.newest, *children) = row
+        (runs, completed, failed, cancelled, report.oldest, report.newest, *children) = row
         report.candidates = runs
+        report.by_status = {"completed": completed, "failed": failed, "cancelled": cancelled}
         report.counts.update(
             runs=runs,
             **dict(

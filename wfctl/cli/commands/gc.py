@@ -132,6 +132,8 @@ def _print(output: Output, fmt: Format, report: gc.GcReport) -> None:
     ]
     if report.oldest is not None:
         lines.append(f"completions from {report.oldest} to {report.newest}")
+    if report.by_status:
+        lines.append(", ".join(f"{n:,} {status}" for status, n in report.by_status.items()))
     output.data("\n".join(lines))
     output.table(["rows", "count"], [(k, f"{v:,}") for k, v in report.counts.items() if v])
     kept = ", ".join(f"{k}={v}" for k, v in report.deferred.items() if v) or "none"
