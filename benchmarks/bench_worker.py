@@ -170,6 +170,34 @@ def outputs(conn: psycopg.Connection[Any], run_ids: list[str]) -> list[Any]:
     return [serde.loads(codec.decode(r[1])) for r in rows]
 
 
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds used so far by each live process of `pids` (psutil)."""
+    import psutil
+
+    out: dict[int, float] = {}
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        out[pid] = t.user + t.system
+    return out
+
+
+def backends(conn: psycopg.Connection[Any]) -> list[int]:
+    """The server processes serving this database (local servers only)."""
+    rows = conn.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        " AND pid <> pg_backend_pid()"
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two samples (a process first seen in `after` counts from 0)."""
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
+
+
 def bench_wfctl(admin: str, workers: int, concurrent: int, steps: int, tmp: Path) -> dict[str, Any]:
     from wfctl.runtime.executor import create
 
@@ -177,21 +205,30 @@ def bench_wfctl(admin: str, workers: int, concurrent: int, steps: int, tmp: Path
     procs = start_workers(dsn, workers, tmp)
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
+            pids = [p.pid for p in procs]
+            worker0, server0 = cpu_seconds(pids), cpu_seconds(backends(conn))
             t0 = time.time()
             run_ids = [
                 create(chain, [steps], conn=conn, queue="default").run_id for _ in range(concurrent)
             ]
             wait_done(conn, run_ids)
+            worker1, server1 = cpu_seconds(pids), cpu_seconds(backends(conn))
             stamps = outputs(conn, run_ids)
             wall = max(max(s) for s in stamps) - t0  # first creation -> last step body
     finally:
         stop_workers(procs)
     gaps = [(b - a) * 1000 for s in stamps for a, b in itertools.pairwise(s)]
+    total = concurrent * steps
     result = {
         "workers": workers,
         "concurrent_runs": concurrent,
-        "steps_per_s": round(concurrent * steps / wall, 1),
+        "steps_per_s": round(total / wall, 1),
         "step_overhead": dist(gaps),
+        # from the first creation to the last run's end (polled every 10 ms): includes the
+        # runs' creation, pickup and end, the claims, heartbeats and the idle polling
+        "worker_cpu_ms_per_step": round(used(worker0, worker1) * 1000 / total, 3),
+        "server_cpu_ms_per_step": round(used(server0, server1) * 1000 / total, 3),
+        "load_average": round(os.getloadavg()[0], 2),
     }
     if max(gaps, default=0.0) > 1000:  # a stall: keep the workers' logs (tmp is removed)
         kept = Path(tempfile.mkdtemp(prefix=f"wfctl-bench-stall-{workers}w{concurrent}r-"))
@@ -226,18 +263,25 @@ def bench_dbos(admin: str, concurrent: int, steps: int) -> dict[str, Any]:
     DBOS.launch()
     try:
         dbos_chain(3)  # warm up
-        t0 = time.time()
-        handles = [DBOS.start_workflow(dbos_chain, steps) for _ in range(concurrent)]
-        stamps = [h.get_result() for h in handles]
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            own0, server0 = time.process_time(), cpu_seconds(backends(conn))
+            t0 = time.time()
+            handles = [DBOS.start_workflow(dbos_chain, steps) for _ in range(concurrent)]
+            stamps = [h.get_result() for h in handles]
+            own1, server1 = time.process_time(), cpu_seconds(backends(conn))
         wall = max(max(s) for s in stamps) - t0  # first start -> last step body
     finally:
         DBOS.destroy(destroy_registry=True)
     gaps = [(b - a) * 1000 for s in stamps for a, b in itertools.pairwise(s)]
+    total = concurrent * steps
     return {
         "workers": 1,
         "concurrent_runs": concurrent,
-        "steps_per_s": round(concurrent * steps / wall, 1),
+        "steps_per_s": round(total / wall, 1),
         "step_overhead": dist(gaps),
+        "worker_cpu_ms_per_step": round((own1 - own0) * 1000 / total, 3),  # DBOS in-process
+        "server_cpu_ms_per_step": round(used(server0, server1) * 1000 / total, 3),
+        "load_average": round(os.getloadavg()[0], 2),
     }
 
 
@@ -480,6 +524,11 @@ def main() -> None:
     parser.add_argument("--storm-kills", type=int, default=0)
     parser.add_argument("--storm-workers", type=int, default=4)
     parser.add_argument("--only", choices=["throughput", "wake", "storm"])
+    parser.add_argument(
+        "--concurrent", default="1,4,16", help="throughput: concurrent runs per point (list)"
+    )
+    parser.add_argument("--workers", default="1,2", help="throughput: worker processes (list)")
+    parser.add_argument("--repeat", type=int, default=1, help="throughput: rounds (interleaved)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="wfctl-bench-worker-"))
     server = None
@@ -498,14 +547,18 @@ def main() -> None:
                 for k in ("server_version", "fsync", "synchronous_commit")
             }
         if args.only in (None, "throughput"):
-            report["wfctl"] = [
-                bench_wfctl(admin, w, c, args.steps, tmp) for w in (1, 2) for c in (1, 4, 16)
-            ]
-            if not args.no_dbos:
-                try:
-                    report["dbos"] = [bench_dbos(admin, c, args.steps) for c in (1, 4, 16)]
-                except Exception as exc:
-                    report["dbos"] = f"failed: {type(exc).__name__}: {exc}"
+            points = [int(c) for c in args.concurrent.split(",")]
+            nworkers = [int(w) for w in args.workers.split(",")]
+            report["wfctl"], report["dbos"] = [], []
+            for _ in range(args.repeat):  # wfctl and DBOS alternate: same load, same round
+                report["wfctl"] += [
+                    bench_wfctl(admin, w, c, args.steps, tmp) for w in nworkers for c in points
+                ]
+                if not args.no_dbos:
+                    try:
+                        report["dbos"] += [bench_dbos(admin, c, args.steps) for c in points]
+                    except Exception as exc:
+                        report["dbos"].append(f"failed: {type(exc).__name__}: {exc}")
         if args.only in (None, "wake"):
             report["wake"] = bench_wake(
                 admin, args.wake, tmp, tmp / "pg" / "log" if server is not None else None

@@ -10,6 +10,12 @@ Default-mode plans are `EXPLAIN (ANALYZE, BUFFERS)`: they take milliseconds. `--
 plans are plain `EXPLAIN` (estimates only) for the checks that read history.
 
     python benchmarks/explain_checks.py --db world_1000000 --slot-db world_slot_1000000
+
+`--reuse-plans` re-renders the prose (explanations, upstream rule names, the coverage of
+upstream's rules) without a database, keeping every plan already in the output file; a check
+that has none yet says so until the next full run:
+
+    python benchmarks/explain_checks.py --reuse-plans
 """
 
 from __future__ import annotations
@@ -31,13 +37,19 @@ import gen_world  # noqa: E402
 
 from wfctl import sql  # noqa: E402
 from wfctl.doctor import registry  # noqa: E402
-from wfctl.doctor.base import Check, Needs  # noqa: E402
+from wfctl.doctor.base import UPSTREAM_GAPS, UPSTREAM_RULES, Check, Needs  # noqa: E402
 from wfctl.doctor.runner import DoctorOptions  # noqa: E402
 
 # Checks whose --all scope reads the history (events/steps/runs); the others read the
 # live-only tables (waits, hooks), the queue or the catalog and plan the same either way.
-HISTORY_CHECKS = {"WF101", "WF111", "WF113", "WF121", "WF122", "WF123", "WF141"}
+HISTORY_CHECKS = {
+    "WF101", "WF111", "WF113", "WF121", "WF122", "WF123", "WF141",
+    "WF142", "WF143", "WF145", "WF146", "WF147", "WF148",
+}  # fmt: skip
+NO_PLAN = "(no plan yet: added after the last full run of this script)"
 OUTPUT = ROOT / "docs" / "checks.md"
+# Prose that belongs to no single check (slot-log rewrites, spec versions), appended verbatim.
+APPENDIX = Path(__file__).resolve().parent / "checks_appendix.md"
 
 
 def explain(
@@ -111,6 +123,7 @@ def section(check: Check, plans: list[tuple[str, str]]) -> list[str]:
         lines.append(f"- **Needs:** {needs} (otherwise: not applicable)")
     lines += [
         f"- **SQL:** {', '.join(f'`{n}`' for n in sql_files(check))}",
+        f"- **Upstream rules:** {rules_text(check)}",
         f"- **Remedy:** {check.remedy}",
         "",
         f"**What it means.** {e.meaning}",
@@ -123,18 +136,101 @@ def section(check: Check, plans: list[tuple[str, str]]) -> list[str]:
         "",
     ]
     for caption, plan in plans:
-        lines += [f"{caption}:", "", "```", plan, "```", ""]
+        lines += [f"{caption}:", "", "```", plan, "```", ""] if plan else [caption, ""]
     return lines
+
+
+def rules_text(check: Check) -> str:
+    """The check's upstream consistency-checker rule names, or why it has none."""
+    if check.upstream_rules:
+        return ", ".join(f"`{r}`" for r in check.upstream_rules)
+    return "none (upstream's checker has no rule for this: queue, catalog or row-only state)"
+
+
+def table(checks: tuple[Check, ...]) -> list[str]:
+    rows = ["| code | severity | title | upstream rules |", "| --- | --- | --- | --- |"]
+    rows += [
+        f"| [{c.code}](#{anchor(c)}) | {c.severity.value} | {c.title} | "
+        f"{', '.join(f'`{r}`' for r in c.upstream_rules) or '—'} |"
+        for c in checks
+    ]
+    return rows
+
+
+def coverage(checks: tuple[Check, ...]) -> list[str]:
+    """Upstream's 25 rule names: the codes covering each, and the gaps with their reason."""
+    lines = [
+        "## Upstream's consistency rules",
+        "",
+        "Upstream's own consistency checker (`vercel/workflow`, `workbench/sim-world`) names 25",
+        "rules; each check above lists the ones it covers (also in `doctor --explain` and in",
+        "the JSON report's `upstream_rules`). Replay rules (`replay.*`) need the workflow code",
+        "and are out of a database tool's reach.",
+        "",
+        "| rule | covered by |",
+        "| --- | --- |",
+    ]
+    for rule in UPSTREAM_RULES:
+        codes = [f"[{c.code}](#{anchor(c)})" for c in checks if rule in c.upstream_rules]
+        lines.append(f"| `{rule}` | {', '.join(codes) or 'not covered (below)'} |")
+    lines += ["", "Not covered, and why:", ""]
+    lines += [f"- `{rule}`: {why}." for rule, why in UPSTREAM_GAPS.items()]
+    return [*lines, ""]
+
+
+def reused_plans(path: Path) -> tuple[list[str], dict[str, list[tuple[str, str]]]]:
+    """From an earlier output: its preamble (up to the table) and each code's plans."""
+    text = path.read_text(encoding="utf-8").splitlines()
+    preamble: list[str] = []
+    plans: dict[str, list[tuple[str, str]]] = {}
+    code: str | None = None
+    i = 0
+    while i < len(text):
+        line = text[i]
+        if code is None and not line.startswith("## ") and not line.startswith("| "):
+            preamble.append(line)
+        if line.startswith("## WF"):
+            code = line.split()[1]
+            plans[code] = []
+        elif line.startswith("## "):
+            code = ""
+        elif code and line.endswith(":") and text[i + 2 : i + 3] == ["```"]:
+            end = text.index("```", i + 3)
+            plans[code].append((line[:-1], "\n".join(text[i + 3 : end])))
+            i = end
+        i += 1
+    while preamble and not preamble[-1].strip():
+        preamble.pop()
+    return preamble, plans
+
+
+def rerender(output: Path) -> int:
+    """Re-render the prose, keeping the plans of the existing file."""
+    preamble, plans = reused_plans(output)
+    out = [*preamble, "", *table(registry.CHECKS), ""]
+    for check in registry.CHECKS:
+        out += section(check, plans.get(check.code) or [(NO_PLAN, "")])
+    out += coverage(registry.CHECKS)
+    output.write_text("\n".join(out).rstrip() + "\n", encoding="utf-8")
+    print(f"wrote {output} (plans reused)")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--db", required=True, help="the large beta.29 world")
+    p.add_argument("--db", help="the large beta.29 world (required unless --reuse-plans)")
     p.add_argument("--slot-db", help="a large slot-era world, for the slot-only checks")
     p.add_argument("--pgdata", type=Path, default=gen_world.DEFAULT_PGDATA)
     p.add_argument("--dsn", help="admin DSN of an existing server instead of --pgdata")
     p.add_argument("--output", type=Path, default=OUTPUT)
+    p.add_argument(
+        "--reuse-plans", action="store_true", help="re-render prose only, keep the file's plans"
+    )
     args = p.parse_args(argv)
+    if args.reuse_plans:
+        return rerender(args.output)
+    if not args.db:
+        p.error("--db is required (or --reuse-plans)")
     admin = args.dsn or gen_world.start_server(args.pgdata)
     conns = {"beta29": psycopg.connect(gen_world.db_dsn(admin, args.db), autocommit=True)}
     if args.slot_db:
@@ -172,13 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         "(pending/running runs and the queue), with `EXPLAIN (ANALYZE, BUFFERS)`; *--all* is",
         "the history scan, `EXPLAIN` only (estimates), for the checks that read history.",
         "",
-        "| code | severity | title |",
-        "| --- | --- | --- |",
+        *table(registry.CHECKS),
+        "",
     ]
-    out += [
-        f"| [{c.code}](#{anchor(c)}) | {c.severity.value} | {c.title} |" for c in registry.CHECKS
-    ]
-    out.append("")
     for check in registry.CHECKS:
         era = "slot" if Needs.SLOTS in check.needs else "beta29"
         plans: list[tuple[str, str]] = []
@@ -197,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         if not plans:
             plans.append(("(no slot-era world given: no plan)", ""))
         out += section(check, plans)
+    out += APPENDIX.read_text(encoding="utf-8").splitlines()
+    out += coverage(registry.CHECKS)
     args.output.write_text("\n".join(out).rstrip() + "\n", encoding="utf-8")
     print(f"wrote {args.output}")
     for conn in conns.values():

@@ -10,8 +10,9 @@ with `wfctl repair --apply`, start the runtime again and require the run to comp
   on loopback that serves the compiled flow route while the world's graphile runner delivers to
   it (`world.start()`, which also re-enqueues every active run, as a restarted worker does).
 - `build_runtime()` installs it into `.cache/node-runtime/` (gitignored) keyed by a hash of
-  package.json + lock, and builds the workflows keyed by a hash of the sources as well, so a
-  session installs and builds at most once (a file lock serialises concurrent sessions).
+  package.json + lock, and builds the workflows into `build-<hash of the sources>/`, so a
+  session installs and builds at most once and checkouts with other workflows do not rebuild
+  each other's bundle (a file lock serialises concurrent sessions).
 - `Runtime(dsn, log_dir, env)` is one runtime process against one database: `start()`,
   `stop()` (SIGTERM, then SIGKILL), `kill()` (SIGKILL: the crash half of a fault window),
   `start_run()`, `stats()` (flow deliveries per run), `run_info()` (status + hydrated output).
@@ -48,10 +49,14 @@ LOCK_FILES = ("package.json", "package-lock.json")
 SOURCES = ("server.mjs", "workflows")
 FLOW_BUNDLE = Path(".well-known") / "workflow" / "v1" / "flow.mjs"
 
-WORKFLOW_PREFIX = "workflow//./workflows/judge//"
 _counter = itertools.count(1)
 
 available = node_available
+
+
+def workflow_id(workflow: str, module: str = "judge") -> str:
+    """The id `wf build` gives `workflows/<module>.ts:<workflow>` (the runs' `workflow_name`)."""
+    return f"workflow//./workflows/{module}//{workflow}"
 
 
 class JudgeError(Exception):
@@ -105,38 +110,40 @@ def install_runtime() -> dict[str, float]:
 
 
 def build_runtime() -> tuple[Path, dict[str, float]]:
-    """Install (if needed) and `wf build` the workflows (if their sources changed)."""
+    """Install (if needed) and `wf build` the workflows into a folder named by the digest of
+    the sources, `.cache/node-runtime/build-<digest>/` (node_modules linked to the shared
+    install). Why a folder per digest: several checkouts share the cache, and one build folder
+    would be rebuilt (its bundle deleted under running runtimes) whenever their workflow
+    sources differ."""
     with _cache_lock():
         timings = install_runtime()
         digest = _digest([RUNTIME_SRC / n for n in (*LOCK_FILES, *SOURCES)])
-        stamp = RUNTIME_CACHE / ".built"
-        if (
-            stamp.is_file()
-            and stamp.read_text() == digest
-            and (RUNTIME_CACHE / FLOW_BUNDLE).exists()
-        ):
-            return RUNTIME_CACHE, timings
-        for name in SOURCES:
-            src, dst = RUNTIME_SRC / name, RUNTIME_CACHE / name
+        folder = RUNTIME_CACHE / f"build-{digest[:16]}"
+        stamp = folder / ".built"
+        if stamp.is_file() and stamp.read_text() == digest and (folder / FLOW_BUNDLE).exists():
+            return folder, timings
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        (folder / "node_modules").symlink_to(RUNTIME_CACHE / "node_modules")
+        for name in (*LOCK_FILES, *SOURCES):
+            src, dst = RUNTIME_SRC / name, folder / name
             if src.is_dir():
-                shutil.rmtree(dst, ignore_errors=True)
                 shutil.copytree(src, dst)
             else:
                 shutil.copy(src, dst)
-        shutil.rmtree(RUNTIME_CACHE / ".well-known", ignore_errors=True)
         t0 = time.monotonic()
         proc = subprocess.run(
             ["node", "node_modules/@workflow/cli/bin/run.js", "build"],
-            cwd=RUNTIME_CACHE,
+            cwd=folder,
             timeout=300,
             capture_output=True,
             text=True,
         )
-        if proc.returncode != 0 or not (RUNTIME_CACHE / FLOW_BUNDLE).exists():
+        if proc.returncode != 0 or not (folder / FLOW_BUNDLE).exists():
             raise JudgeError(f"wf build failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         timings["wf_build_s"] = time.monotonic() - t0
         stamp.write_text(digest)
-        return RUNTIME_CACHE, timings
+        return folder, timings
 
 
 def _free_port() -> int:
@@ -154,11 +161,11 @@ class Runtime:
         log_dir: Path,
         env: dict[str, str] | None = None,
         name: str = "runtime",
-        folder: Path = RUNTIME_CACHE,
+        folder: Path | None = None,
     ) -> None:
         self.dsn = dsn
         self.url = psycopg_to_url(dsn)
-        self.folder = folder
+        self.folder = folder if folder is not None else build_runtime()[0]
         self.extra_env = dict(env or {})
         self.log_path = log_dir / f"{name}-{next(_counter)}.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -269,14 +276,24 @@ class Runtime:
         with urllib.request.urlopen(request, timeout=timeout) as resp:
             return json.loads(resp.read())
 
-    def start_run(self, workflow: str, args: list[Any], run_id: str | None = None) -> str:
-        """`start()` the workflow `workflows/judge.ts:<workflow>`; `run_id` fixes its id."""
-        body: dict[str, Any] = {"workflowId": WORKFLOW_PREFIX + workflow, "args": args}
+    def start_run(
+        self, workflow: str, args: list[Any], run_id: str | None = None, module: str = "judge"
+    ) -> str:
+        """`start()` the workflow `workflows/<module>.ts:<workflow>`; `run_id` fixes its id."""
+        body: dict[str, Any] = {"workflowId": workflow_id(workflow, module), "args": args}
         if run_id is not None:
             body["runUlid"] = run_id.removeprefix("wrun_")
         got = self._call("/judge/start", body)["runId"]
         assert run_id is None or got == run_id, (got, run_id)
         return str(got)
+
+    def resume_hook(self, token: str, payload: Any) -> str:
+        """`resumeHook(token, payload)`; the run id the hook belongs to."""
+        return str(self._call("/judge/resume", {"token": token, "payload": payload})["runId"])
+
+    def cancel(self, run_id: str) -> None:
+        """`getRun(run_id).cancel()`."""
+        self._call("/judge/cancel", {"runId": run_id})
 
     def stats(self) -> dict[str, dict[str, int]]:
         """`{"started": {run: n}, "answered": {run: n}}`: flow deliveries received/answered."""

@@ -35,6 +35,7 @@ from tests.conftest import install_real_package, psycopg_to_url
 from wfctl.world.ids import prefixed
 
 DRIVER = Path(__file__).resolve().parent / "node" / "driver.mjs"
+READER = Path(__file__).resolve().parent / "node" / "reader.mjs"
 WORKFLOW = "workflow//./src/wf//main"
 STEP = "step//./src/wf//work"
 QUEUE_PREFIX = "__wkf_workflow_"
@@ -397,6 +398,27 @@ class RealWorld:
         runs, ops = clean_world_ops()
         self.ok(ops)
         return runs
+
+
+def read_back(dsn: str, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Read runs back through the package's own read path (`tests/node/reader.mjs`:
+    runs.get, events.list, steps/hooks, zod-validated): {run_id: its result line}."""
+    folder = install_real_package()
+    env = {**os.environ, "WORKFLOW_POSTGRES_URL": psycopg_to_url(dsn)}
+    env.pop("DATABASE_URL", None)
+    done = subprocess.run(
+        ["node", str(READER)],
+        cwd=folder,
+        env=env,
+        input=json.dumps(run_ids),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise DriverError(f"reader exited {done.returncode}: {done.stderr[-4000:]}")
+    lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith('{"ok":')]
+    return {r["runId"]: r for r in lines}
 
 
 def _results(out: str, err: str, code: int | None, expected: int | None) -> list[dict[str, Any]]:

@@ -9,9 +9,12 @@ import sys
 import pytest
 
 from wfctl import __version__
+from wfctl.cli import main as _main  # noqa: F401  (registers every command)
+from wfctl.cli import shared
 from wfctl.errors import ExitStatus
 
-COMMANDS = ["info", "bootstrap", "completion", "run", "runs", "hooks", "worker"]
+# every registered top-level command (a new one is covered without editing this file)
+COMMANDS = sorted(shared.build().commands)
 
 
 def test_version(run_cli) -> None:
@@ -82,7 +85,15 @@ def test_ctrl_c_exits_130_with_one_line(empty_db) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "nap"], env=env, stderr=subprocess.PIPE, text=True
     )
-    time.sleep(2)
+    # signal once the statement runs (not after a guessed delay: a loaded machine may still
+    # be importing, and Ctrl-C there is Python's, not wfctl's)
+    for _ in range(600):
+        if empty_db.scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)'"
+            " AND state = 'active' AND datname = current_database()"
+        ):
+            break
+        time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == ExitStatus.INTERRUPTED

@@ -163,7 +163,7 @@ def test_select_only_role_without_the_queue_schema(sick_world, pg_server, real_w
         dsn = psycopg.conninfo.make_conninfo(real_world.dsn, user="wfctl_reader")
         status, out, _ = run_cli("--dsn", dsn, "--format", "json", "doctor", "--min-age", "0s")
         checks = {c["code"]: c for c in json.loads(out)["checks"]}
-        for code in ("WF131", "WF132", "WF133", "WF134"):
+        for code in ("WF131", "WF132", "WF133", "WF134", "WF135"):
             assert checks[code]["status"] == "unknown"
             assert "insufficient privilege" in checks[code]["message"]
         assert checks["WF101"]["status"] == "critical"  # the others still ran

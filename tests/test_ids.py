@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from ulid import ULID
 
 from wfctl.world import ids
+from wfctl.world.writer import EventWriter
 
 
 @given(st.integers(min_value=1, max_value=ids.MAX_EVENT_SLOT))
@@ -52,7 +57,60 @@ def test_monotonic_ulids_increase_and_respect_a_floor() -> None:
     values = [gen.next() for _ in range(1000)]
     assert values == sorted(values) and len(set(values)) == 1000
     floor = "7ZZZZZZZZZZZZZZZZZZZZZZZZY"
-    assert gen.next(after=floor) == "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"
+    assert gen.next(after=floor) == "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"  # no room for a random step
+    later = "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"
+    with pytest.raises(ValueError):
+        gen.next(after=later)
+    old = "01M8XB1HBN9D4RVQ4SK527Y9AQ"
+    assert ids.MonotonicUlid().next(after=old) > old
+
+
+@given(st.integers(min_value=0, max_value=2**128 - 1))
+def test_ulid_text_is_python_ulids_text(value: int) -> None:
+    text = ids.ulid_text(value)
+    assert text == str(ULID.from_int(value))
+    assert ids.ulid_value(text) == value
+
+
+def _chains(writers: list[EventWriter], per_writer: int) -> list[str]:
+    """Each writer continues its own run's log (`after` = its previous id), the writers taking
+    turns one id at a time."""
+    last: list[str | None] = [None] * len(writers)
+    minted: list[str] = []
+    for _ in range(per_writer):
+        for i, writer in enumerate(writers):
+            last[i] = writer.next_event_id("legacy", last[i])
+            minted.append(last[i] or "")
+    return minted
+
+
+def test_event_ids_are_unique_across_threads() -> None:
+    # Eight writers (worker slots: each has a Store, each Store an EventWriter) minting on
+    # eight threads. Each writer used to have its own generator on top of python-ulid's
+    # `ULID()`, whose per-process monotonic state is not thread-safe: duplicates by the
+    # thousand, i.e. `workflow_events_pkey` violations (rollback, replay) in a worker.
+    def mint(out: list[str]) -> None:
+        out.extend(_chains([EventWriter(slots=False)], 25_000))
+
+    outputs: list[list[str]] = [[] for _ in range(8)]
+    threads = [threading.Thread(target=mint, args=(out,)) for out in outputs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    minted = [i for out in outputs for i in out]
+    assert len(set(minted)) == len(minted) == 200_000
+
+
+def test_separate_generators_do_not_meet_after_one_floor() -> None:
+    # Two processes continuing one floor (a run handed from one worker to another, or clocks
+    # behind the floor): the fallback steps by a random amount, not by one.
+    floor = ids.ulid_text(((time.time_ns() // 1_000_000) + 60_000) << 80)  # a minute ahead
+    a, b = ids.MonotonicUlid(), ids.MonotonicUlid()
+    xs = [a.next(after=floor) for _ in range(20_000)]
+    ys = [b.next(after=floor) for _ in range(20_000)]
+    assert xs == sorted(xs) and ys == sorted(ys) and xs[0] > floor and ys[0] > floor
+    assert not set(xs) & set(ys)
 
 
 def test_wait_row_key_round_trip() -> None:

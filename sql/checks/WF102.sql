@@ -8,6 +8,10 @@ WITH runs AS (
     SELECT r.id
     FROM workflow.workflow_runs r
     WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      -- not corruption: retention emptied the run (expired_at), or its spec is >= 9 (the log
+      -- is authoritative there: the package no longer gates writes on these rows)
+      AND r.expired_at IS NULL
+      AND NOT coalesce(substring(r.spec_version FROM '^[0-9]{1,9}$')::int >= 9, false)
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 )

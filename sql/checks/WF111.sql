@@ -4,7 +4,10 @@
 -- the step and every write is refused "terminal state": the run never moves again.
 -- The retry variant: a pending row with error_cbor and retry_after whose newest step event
 -- (in id order, the log's order) is not a step_retrying.
--- Age: completed_at / updated_at are written by the JS clock in UTC -> now() AT TIME ZONE 'UTC'.
+-- Age: completed_at / updated_at are written by the JS clock in UTC.
+-- Age, either column type: to_timestamp(extract(epoch FROM x)) is x's instant, reading a
+-- `timestamp` as UTC wall time (as drizzle writes JS dates) and a `timestamptz` (upstream
+-- 0026) as itself, so the gate is right on servers outside UTC for both.
 -- params: live_only, run_ids, since, min_age.
 -- Performance: two branches (UNION ALL) rather than one CASE, so the terminal branch's
 -- NOT EXISTS is an anti-join (a NOT EXISTS inside a CASE is a subplan per step row: 5M
@@ -14,6 +17,10 @@ WITH runs AS NOT MATERIALIZED (
     SELECT r.id
     FROM workflow.workflow_runs r
     WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      -- not corruption: retention emptied the run (expired_at), or its spec is >= 9 (the log
+      -- is authoritative there: the package no longer gates writes on these rows)
+      AND r.expired_at IS NULL
+      AND NOT coalesce(substring(r.spec_version FROM '^[0-9]{1,9}$')::int >= 9, false)
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 ),
@@ -31,7 +38,7 @@ candidates AS NOT MATERIALIZED (
 SELECT c.run_id,
        c.step_id AS entity_id,
        c.observed_at,
-       c.observed_at >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
+       to_timestamp(extract(epoch FROM c.observed_at)) >= now() - %(min_age)s::interval AS in_flight,
        format('step %%s is %%s (attempt %%s) but has no %%s event',
               c.step_name, c.status, c.attempt, c.missing_type) AS detail
 FROM candidates c
@@ -44,7 +51,7 @@ UNION ALL
 SELECT c.run_id,
        c.step_id AS entity_id,
        c.observed_at,
-       c.observed_at >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
+       to_timestamp(extract(epoch FROM c.observed_at)) >= now() - %(min_age)s::interval AS in_flight,
        format('step %%s is %%s (attempt %%s) but has no %%s event',
               c.step_name, c.status, c.attempt, c.missing_type) AS detail
 FROM candidates c

@@ -3,20 +3,27 @@
 -- suspension computes a 1 s timeout and enqueues a continuation: one flow call per second,
 -- forever, with no error anywhere. Only visible while the run is non-terminal (run end deletes
 -- wait rows).
--- Age: completed_at is written by the JS clock in UTC -> now() AT TIME ZONE 'UTC'.
+-- Age: completed_at is written by the JS clock in UTC.
+-- Age, either column type: to_timestamp(extract(epoch FROM x)) is x's instant, reading a
+-- `timestamp` as UTC wall time (as drizzle writes JS dates) and a `timestamptz` (upstream
+-- 0026) as itself, so the gate is right on servers outside UTC for both.
 -- params: live_only, run_ids, since, min_age.
 WITH runs AS (
     SELECT r.id
     FROM workflow.workflow_runs r
     WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      -- not corruption: retention emptied the run (expired_at), or its spec is >= 9 (the log
+      -- is authoritative there: the package no longer gates writes on these rows)
+      AND r.expired_at IS NULL
+      AND NOT coalesce(substring(r.spec_version FROM '^[0-9]{1,9}$')::int >= 9, false)
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 )
 SELECT w.run_id,
        substring(w.wait_id FROM length(w.run_id) + 2) AS entity_id,
        coalesce(w.completed_at, w.updated_at) AS observed_at,
-       coalesce(w.completed_at, w.updated_at)
-           >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
+       to_timestamp(extract(epoch FROM coalesce(w.completed_at, w.updated_at)))
+           >= now() - %(min_age)s::interval AS in_flight,
        format('wait %%s completed at %%s, no wait_completed event', w.wait_id, w.completed_at)
            AS detail
 FROM runs r

@@ -12,6 +12,8 @@ SELECT r.id AS run_id,
               r.spec_version) AS detail
 FROM workflow.workflow_runs r
 WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+  -- not corruption: retention emptied the run on purpose (expired_at)
+  AND r.expired_at IS NULL
   AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
   AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
   AND r.spec_version ~ '^[0-9]+$' AND r.spec_version::int >= 2

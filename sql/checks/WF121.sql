@@ -13,6 +13,8 @@ WITH runs AS (
            EXISTS (SELECT 1 FROM workflow.workflow_event_slots m WHERE m.run_id = r.id) AS marked
     FROM workflow.workflow_runs r
     WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      -- not corruption: retention emptied the run on purpose (expired_at)
+      AND r.expired_at IS NULL
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 ),

@@ -11,6 +11,8 @@ WITH runs AS (
     FROM workflow.workflow_runs r
     JOIN workflow.workflow_event_slots m ON m.run_id = r.id
     WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      -- not corruption: retention emptied the run on purpose (expired_at)
+      AND r.expired_at IS NULL
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 ),

@@ -1,12 +1,22 @@
 -- WF131 runaway wait-continuation chains (seed entity-event-not-atomic, last comment; §8 F9).
--- A wait whose completion never reaches the log (WF112/WF102) makes every delivery compute a
--- 1 s timeout and reschedule itself; lost responses fork parallel chains. Reported per
--- (run, wait): more than one live wake-up job, or a continuation attempt past the threshold.
--- Bodies from core >= beta.47 carry waitContinuation{correlationId, attempt}; beta.39 bodies do
--- not, so there the wait comes from the job key (wait_<ULID>[:...]) and the attempt from the
--- message's top-level `attempt` (it grows by one per reschedule).
--- Live job: attempts < max_attempts (a permanently failed job wakes nothing).
--- Needs graphile_worker. params: live_only, run_ids, since, min_age, attempt_threshold, task.
+-- Runaway means the chain makes no progress, not "more than one job": a healthy long sleep
+-- legitimately holds several continuation jobs (hop chains keyed wait_<id>:hop-N, one per
+-- WORKFLOW_WAIT_CONTINUATION_MAX_DELAY_SECONDS setting it was observed under), each at
+-- attempt 1, and in core >= beta.47 a hop chain's waitContinuation.attempt grows by one per
+-- hop (518,387 hops for a 6-day sleep with a 1 s hop is healthy).
+-- The one sign of no progress: a continuation for a wait was enqueued AFTER the wait fell due
+-- (resume_at, or completed_at for a row already completed). A delivery at or after the
+-- deadline completes the wait and enqueues nothing more for it; one that re-enqueues instead
+-- found the wait still pending past its deadline: the F4 loop (row completed, wait_completed
+-- refused "already completed", a 1 s timeout, a new wait_<id>:<unixsec> job every second),
+-- and each lost response forks one more chain. Attempt counts and chain counts are shown in
+-- the detail; they rise only as a consequence of that loop.
+-- 5 s of host clock skew are tolerated (core's own near-elapsed threshold is 2 s).
+-- In flight while the wait fell due less than --min-age ago.
+-- Continuations: bodies from core >= beta.47 carry waitContinuation{correlationId, attempt};
+-- beta.39 bodies do not, the wait then comes from the key (wait_<ULID>[:...]) and the attempt
+-- from the message's top-level `attempt`. Live job: attempts < max_attempts.
+-- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
 WITH runs AS (
     SELECT r.id
     FROM workflow.workflow_runs r
@@ -32,16 +42,36 @@ continuations AS (
            j.created_at, j.id
     FROM jobs j
     WHERE j.body ? 'waitContinuation' OR j.key ~ '^wait_[0-9A-HJKMNP-TV-Z]{26}(:|$)'
+),
+chains AS (
+    SELECT c.run_id, c.wait,
+           count(*) AS jobs,
+           max(c.attempt) AS max_attempt,
+           max(c.created_at) AS latest,
+           (array_agg(c.id ORDER BY c.id))[1:5] AS ids
+    FROM continuations c
+    JOIN runs r ON r.id = c.run_id
+    GROUP BY c.run_id, c.wait
+),
+due AS (
+    -- JS-written columns: to_timestamp(extract(epoch FROM x)) reads a `timestamp` as UTC
+    -- wall time and a `timestamptz` (upstream 0026) as itself: the instant either way.
+    SELECT ch.*, w.status AS wait_status,
+           to_timestamp(extract(epoch FROM
+               CASE WHEN w.status = 'completed' THEN least(w.resume_at, w.completed_at)
+                    ELSE w.resume_at END)) AS deadline
+    FROM chains ch
+    JOIN workflow.workflow_waits w ON w.wait_id = ch.run_id || '-' || ch.wait
 )
-SELECT c.run_id,
-       c.wait AS entity_id,
-       min(c.created_at)::timestamp AS observed_at,
-       min(c.created_at) >= now() - %(min_age)s::interval AS in_flight,
-       format('%%s live wake-up job(s) for wait %%s, highest continuation attempt %%s (jobs %%s)',
-              count(*), c.wait, max(c.attempt),
-              array_to_string((array_agg(c.id ORDER BY c.id))[1:5], ',')) AS detail
-FROM continuations c
-JOIN runs r ON r.id = c.run_id
-GROUP BY c.run_id, c.wait
-HAVING count(*) > 1 OR max(c.attempt) > %(attempt_threshold)s
+SELECT d.run_id,
+       d.wait AS entity_id,
+       d.deadline::timestamp AS observed_at,
+       d.deadline >= now() - %(min_age)s::interval AS in_flight,
+       format('wait %%s (%%s, due %%s) is re-enqueued after its deadline, last at %%s: '
+              '%%s live continuation job(s), highest attempt %%s (jobs %%s)',
+              d.wait, d.wait_status, d.deadline, d.latest, d.jobs, d.max_attempt,
+              array_to_string(d.ids, ',')) AS detail
+FROM due d
+WHERE d.deadline <= now()
+  AND d.latest > d.deadline + interval '5 seconds'
 ORDER BY observed_at;

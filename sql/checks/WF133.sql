@@ -2,7 +2,16 @@
 -- no live queue job names the run, and it has no hook row (a hook is resumed from outside).
 -- A wait does not count: without a job nothing delivers it when it falls due. The package
 -- has no reaper; such a run stays put until some process calls world.start().
--- Age: updated_at is written by the JS clock in UTC (a run between two jobs is not stranded).
+-- A hook row excuses a run (it waits for a resume from outside) unless the run also has a
+-- `waiting` wait past its resume_at with no job: nothing will ever deliver that wait
+-- (upstream vercel/workflow#3743: an early continuation burns its idempotency key and the
+-- re-enqueue is dropped, so the run sleeps forever; upstream scenario
+-- sleep-wait-continuation-stranded). A sleep raced against a hook is the common shape.
+-- Age: updated_at and resume_at are written by the JS clock (a run between two jobs is not
+-- stranded); for the overdue wait, the time since it fell due counts as well.
+-- Age, either column type: to_timestamp(extract(epoch FROM x)) is x's instant, reading a
+-- `timestamp` as UTC wall time (as drizzle writes JS dates) and a `timestamptz` (upstream
+-- 0026) as itself, so the gate is right on servers outside UTC for both.
 -- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
 WITH runs AS (
     SELECT r.id, r.name, r.status, r.updated_at
@@ -23,13 +32,28 @@ job_runs AS (
 SELECT r.id AS run_id,
        r.id AS entity_id,
        r.updated_at AS observed_at,
-       r.updated_at >= (now() AT TIME ZONE 'UTC') - %(min_age)s::interval AS in_flight,
-       format('run %%s is %%s with no live job and no hook%%s', r.name, r.status,
-              coalesce((SELECT format('; wait %%s due %%s', w.wait_id, w.resume_at)
-                        FROM workflow.workflow_waits w
-                        WHERE w.run_id = r.id AND w.status = 'waiting'
-                        ORDER BY w.resume_at LIMIT 1), '')) AS detail
+       to_timestamp(extract(epoch FROM r.updated_at)) >= now() - %(min_age)s::interval
+           OR (h.hooked
+               AND to_timestamp(extract(epoch FROM w.resume_at)) >= now() - %(min_age)s::interval)
+           AS in_flight,
+       format('run %%s is %%s with no live job%%s%%s', r.name, r.status,
+              CASE WHEN h.hooked THEN ' (it has a hook row)' ELSE ' and no hook' END,
+              CASE WHEN w.wait_id IS NULL THEN ''
+                   WHEN to_timestamp(extract(epoch FROM w.resume_at)) < now()
+                       THEN format('; wait %%s overdue since %%s: nothing will deliver it',
+                                   w.wait_id, w.resume_at)
+                   ELSE format('; wait %%s due %%s', w.wait_id, w.resume_at) END) AS detail
 FROM runs r
+CROSS JOIN LATERAL (
+    SELECT EXISTS (SELECT 1 FROM workflow.workflow_hooks h WHERE h.run_id = r.id) AS hooked
+) h
+LEFT JOIN LATERAL (
+    SELECT w.wait_id, w.resume_at
+    FROM workflow.workflow_waits w
+    WHERE w.run_id = r.id AND w.status = 'waiting'
+    ORDER BY w.resume_at
+    LIMIT 1
+) w ON true
 WHERE NOT EXISTS (SELECT 1 FROM job_runs j WHERE j.run_id = r.id)
-  AND NOT EXISTS (SELECT 1 FROM workflow.workflow_hooks h WHERE h.run_id = r.id)
+  AND (NOT h.hooked OR to_timestamp(extract(epoch FROM w.resume_at)) < now())
 ORDER BY r.updated_at;

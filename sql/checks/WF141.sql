@@ -1,6 +1,6 @@
 -- WF141 an event log no replay can consume (§8.0, F12): a second terminal event for one step or
--- wait, a step_started after the step's terminal event, a hook_received after the hook's
--- hook_disposed (#2781), or more than one run_created. The runtime's consumers stop at the
+-- wait, a step_started after the step's terminal event, or more than one run_created. (A hook
+-- event after the hook's hook_disposed, #2781, is WF145's.) The runtime's consumers stop at the
 -- first terminal event; anything after it is "Replay could not consume event" on every replay.
 -- Log order is id order within a run (wevt_ ULIDs or evnt_ slots; one scheme per run).
 -- Age: newest event's created_at (DB default) -> localtimestamp.
@@ -26,15 +26,12 @@ per_key AS (
            count(*) FILTER (WHERE e.type IN ('step_completed', 'step_failed')) AS step_terminals,
            count(*) FILTER (WHERE e.type = 'wait_completed') AS wait_terminals,
            max(e.id) FILTER (WHERE e.type = 'step_started') AS last_started,
-           min(e.id) FILTER (WHERE e.type IN ('step_completed', 'step_failed')) AS first_terminal,
-           max(e.id) FILTER (WHERE e.type = 'hook_received') AS last_received,
-           min(e.id) FILTER (WHERE e.type = 'hook_disposed') AS first_disposed
+           min(e.id) FILTER (WHERE e.type IN ('step_completed', 'step_failed')) AS first_terminal
     FROM runs r
     JOIN workflow.workflow_events e ON e.run_id = r.id
     WHERE e.type = 'run_created'
        OR (e.correlation_id IS NOT NULL
-           AND e.type IN ('step_completed', 'step_failed', 'wait_completed', 'step_started',
-                          'hook_received', 'hook_disposed'))
+           AND e.type IN ('step_completed', 'step_failed', 'wait_completed', 'step_started'))
     GROUP BY 1, 2
 ),
 problems AS (
@@ -50,14 +47,12 @@ problems AS (
                     CASE WHEN k.wait_terminals > 1 THEN
                         format('%%s wait_completed events for one wait', k.wait_terminals) END,
                     CASE WHEN k.last_started > k.first_terminal THEN
-                        'step_started after the step''s terminal event' END,
-                    CASE WHEN k.last_received > k.first_disposed THEN
-                        'hook_received after hook_disposed' END) END AS detail
+                        'step_started after the step''s terminal event' END) END AS detail
     FROM per_key k
     WHERE (k.entity IS NULL AND k.run_createds > 1)
        OR (k.entity IS NOT NULL
            AND (k.step_terminals > 1 OR k.wait_terminals > 1
-                OR k.last_started > k.first_terminal OR k.last_received > k.first_disposed))
+                OR k.last_started > k.first_terminal))
 )
 SELECT p.run_id,
        p.entity_id,

@@ -2,7 +2,7 @@
 -- with what kind of wake-up it is: a wait continuation, a step dispatch, or a key-less
 -- wake-up (recovery / start).
 -- params: run_id, task
-SELECT j.id, j.key, j.run_at, j.locked_at, j.created_at,
+SELECT j.id, j.key, j.run_at, j.locked_at, j.locked_by, j.created_at,
        b ? 'stepId' AS is_step,
        (b ? 'waitContinuation' OR j.key ~ '^wait_[0-9A-HJKMNP-TV-Z]{26}(:|$)') AS is_wait,
        coalesce(b -> 'waitContinuation' ->> 'correlationId', split_part(j.key, ':', 1)) AS wait

@@ -56,6 +56,23 @@ def live_jobs(world: rw.RealWorld, runs: dict[str, str], waits: dict[str, str]) 
     world.ok(ops)
 
 
+def clean_controls(db: Db, live: dict[str, str] | None = None) -> dict[str, str]:
+    """The package's healthy controls (`RealWorld.clean_world`) with the queue jobs a
+    deployment gives live runs, also to the `live` runs made elsewhere; {label: run_id}."""
+    world = rw.RealWorld(db.dsn)
+    runs = world.clean_world()
+    with db.connect() as conn:
+        waits = dict(
+            conn.execute(
+                "SELECT run_id, substring(wait_id FROM length(run_id) + 2) FROM"
+                " workflow.workflow_waits WHERE status = 'waiting'"
+            ).fetchall()
+        )
+    alive = {k: v for k, v in runs.items() if k != "completed" and "hook" not in k}
+    live_jobs(world, {**alive, **(live or {})}, waits)
+    return runs
+
+
 def assert_fires(doctor: Any, db: Db, code: str, entity: str | None, *args: str) -> dict[str, Any]:
     """Past --min-age the finding is actionable: the check's severity, count, sample, exit."""
     status, checks, _ = doctor(db, "--min-age", "0s", "--only", code, *args)
@@ -75,3 +92,23 @@ def assert_in_flight(doctor: Any, db: Db, code: str, *args: str) -> None:
     assert checks[code]["count"] == 0 and checks[code]["in_flight"] >= 1, checks[code]
     assert checks[code]["status"] == "in_flight"
     assert status == 0
+
+
+def hand_written_log(db: Db, run_id: str, log: list[tuple[str, str | None]]) -> None:
+    """A running run and its events (type, correlation id) in this order, by SQL: for shapes
+    no package path writes on demand (each caller says why)."""
+    from wfctl.world import ids
+
+    with db.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
+            " VALUES (%s, 'postgres', 'running', %s, '5')",
+            (run_id, rw.WORKFLOW),
+        )
+        clock = ids.MonotonicUlid()
+        for kind, corr in log:
+            conn.execute(
+                "INSERT INTO workflow.workflow_events (id, type, correlation_id, run_id)"
+                " VALUES (%s, %s, %s, %s)",
+                ("wevt_" + clock.next(), kind, corr, run_id),
+            )

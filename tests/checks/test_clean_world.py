@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests import realworld as rw
-from tests.checks.conftest import live_jobs
+from tests.checks.conftest import clean_controls
 from tests.conftest import _create_db, _drop_db
 from wfctl.doctor.registry import CHECKS
 
@@ -21,19 +21,9 @@ def real_world(pg_server, real_template):
 
 @pytest.fixture(scope="module")
 def clean(real_world):
-    world = rw.RealWorld(real_world.dsn)
-    runs = world.clean_world()
-    with real_world.connect() as conn:
-        waits = dict(
-            conn.execute(
-                "SELECT run_id, substring(wait_id FROM length(run_id) + 2) FROM"
-                " workflow.workflow_waits WHERE status = 'waiting'"
-            ).fetchall()
-        )
-    live = {k: v for k, v in runs.items() if k != "completed" and "hook" not in k}
-    live_jobs(world, live, waits)
+    runs = clean_controls(real_world)
     # a second, lazily driven completed run
-    world.complete_run_with_steps(3, lazy=True)
+    rw.RealWorld(real_world.dsn).complete_run_with_steps(3, lazy=True)
     return runs
 
 

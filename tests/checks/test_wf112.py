@@ -9,9 +9,11 @@ from tests.checks.conftest import assert_fires, assert_in_flight
 from tests.faults import fail_insert
 
 
-def completed_wait_without_event(world, db) -> tuple[str, str]:
+def completed_wait_without_event(
+    world, db, overdue: timedelta = timedelta(seconds=1)
+) -> tuple[str, str]:
     run_id, wait_id = world.new_run(), rw.new_wait_id()
-    resume_at = rw.utcnow() - timedelta(seconds=1)
+    resume_at = rw.utcnow() - overdue
     world.ok([rw.wait_created(run_id, wait_id, resume_at)])
     with db.connect() as conn, fail_insert(conn, "workflow_events", run_id, "wait_completed"):
         [result] = world.ops([rw.wait_completed(run_id, wait_id, resume_at)])

@@ -227,10 +227,21 @@ def test_wf112_repaired_wait_lets_the_runtime_finish_the_run(db, runtimes, wfctl
     assert {f["status"] for f in flows} == {200}  # and no error anywhere
     log.info("WF112 wedge: %d flow deliveries answered 200, the log unchanged", len(flows))
     assert findings(wfctl, run_id).get("WF112") == {wait_id}
+    # the loop's continuations are the real runtime's own jobs (wait_<id>:<unix second>),
+    # enqueued after the wait fell due: a runaway chain (WF131)
+    wait_until(lambda: "WF131" in findings(wfctl, run_id), 20, "WF131 on the real loop")
+    assert findings(wfctl, run_id)["WF131"] == {wait_id}
     rt.stop()
 
     release_dead_workers(db)
-    repair(wfctl, run_id, "WF112")
+    status, report = wfctl(
+        "repair", "--apply", "--yes", "--reason", "judge", *FORCE, "--only", "WF112,WF131"
+    )
+    assert status == 0, report
+    assert {(i["code"], i["outcome"]) for i in report["items"]} == {
+        ("WF112", "applied"),
+        ("WF131", "applied"),
+    }, report
     judge_completion(db, wfctl, runtimes, run_id, {"a": 6, "b": 16})
     assert [e for e in events(db, run_id) if e == ("wait_completed", wait_id)] == [
         ("wait_completed", wait_id)
@@ -349,4 +360,5 @@ def test_wf133_wake_up_job_is_taken_by_the_runtime(db, runtimes, wfctl) -> None:
         "repair", "--apply", "--yes", "--reason", "judge", *FORCE, "--only", "WF133"
     )
     assert status == 0 and [i["outcome"] for i in report["items"]] == ["applied"], report
+    assert findings(wfctl, run_id) == {}  # re-woken: the exhausted job is history (no WF134)
     judge_completion(db, wfctl, runtimes, run_id, {"a": 6, "b": 16})

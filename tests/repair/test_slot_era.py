@@ -70,5 +70,5 @@ def test_wf121_restart_variant_is_refused_without_rewrite(slot_world, apply) -> 
             (ids.legacy_event_id(), run_id),
         )
     status, report = apply(slot_world, "--only", "WF121")
-    assert status == 2 and "renumbering" in report["items"][0]["reason"]
+    assert status == 2 and "--allow-rewrite" in report["items"][0]["reason"]
     assert len(events(slot_world, run_id)) == 1

@@ -6,40 +6,17 @@ not touch the event key or the marker table, so it reads a slot world too."""
 from __future__ import annotations
 
 import base64
-import json
-import os
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import install_real_package, node_available, psycopg_to_url
+from tests.conftest import node_available
+from tests.realworld import read_back
 from tests.runtime import flows
 from wfctl.runtime import serde
 from wfctl.runtime.executor import Executor, create
 
-READER = Path(__file__).resolve().parent.parent / "node" / "reader.mjs"
-
 pytestmark = pytest.mark.skipif(not node_available(), reason="node/npm not found")
-
-
-def read_back(dsn: str, run_ids: list[str]) -> dict[str, dict[str, Any]]:
-    folder = install_real_package()
-    env = {**os.environ, "WORKFLOW_POSTGRES_URL": psycopg_to_url(dsn)}
-    env.pop("DATABASE_URL", None)
-    done = subprocess.run(
-        ["node", str(READER)],
-        cwd=folder,
-        env=env,
-        input=json.dumps(run_ids),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith('{"ok":')]
-    return {r["runId"]: r for r in lines}
 
 
 def payload(value: dict[str, str]) -> Any:

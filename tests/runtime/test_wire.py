@@ -11,8 +11,9 @@ import pytest
 from tests.runtime import flows
 from wfctl.runtime import wire
 from wfctl.runtime.executor import Executor, create
-from wfctl.runtime.store import Store, Tx
-from wfctl.world.writer import NewEvent
+from wfctl.runtime.store import GuardError, PositionTaken, Store, Tx
+from wfctl.world import ids
+from wfctl.world.writer import EventWriter, NewEvent
 
 VALUES = [
     ("plain", "text"),
@@ -201,3 +202,31 @@ def test_psycopg_statements_and_rollbacks_leave_the_runtimes_prepared_statements
     conn.execute("ROLLBACK")
     conn.execute("SELECT %s::int", (1,))  # psycopg would send its DEALLOCATE ALL here
     assert store.wire.run([("runtime/read_run", {"run_id": "wrun_none"})])[0].rows == []
+
+
+def test_an_event_written_between_settle_and_flush_is_never_overtaken(
+    conn: psycopg.Connection[Any], store: Store, world: Any
+) -> None:
+    """Another writer (`hooks resume`, `runs cancel` take the run row FOR UPDATE; here a
+    repair-style append) adds an event after the executor chose its ids and before it sends
+    them. In a legacy run that event's ULID can sort between the executor's floor and its
+    first new id: the transaction must still refuse (the workflow never saw that event), not
+    commit after it. It used to: the unseen check read the floor `settle()` had already
+    moved past its own ids, and the INSERT's guard only looked at ids from its first one."""
+    run_id = create(flows.sequential, [1], conn=conn).run_id
+    (created,) = store.read_events(run_id)
+    tx = store.tx(run_id, created.id)
+    tx.run_started()
+    (mine,) = tx.settle()
+    with psycopg.connect(world.dsn, autocommit=True) as other:
+        legacy_id = None
+        if store.scheme(run_id) == "legacy":  # just after the floor, before the new id
+            legacy_id = "wevt_" + ids.ulid_text(ids.ulid_value(created.id[5:]) + 1)
+            assert created.id < legacy_id < mine.id
+        with other.transaction():
+            EventWriter(slots=store.slots).append(
+                other, run_id, "run_cancelled", None, None, 5, legacy_id=legacy_id
+            )
+    with pytest.raises((PositionTaken, GuardError)):
+        tx.flush(commit=True)
+    assert [e.type for e in store.read_events(run_id)] == ["run_created", "run_cancelled"]

@@ -154,3 +154,17 @@ async def slow(key: str, seconds: float, n: int) -> int:
     for _ in range(n):
         await long_step(key, seconds)
     return n
+
+
+@wf.step
+def tick(i: int) -> int:
+    return i
+
+
+@wf.workflow
+async def tight(n: int) -> int:
+    """Steps with empty bodies: slots mint event ids as fast as they can commit."""
+    total = 0
+    for i in range(n):
+        total += await tick(i)
+    return total

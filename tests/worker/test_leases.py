@@ -181,7 +181,7 @@ def test_detach_hands_the_run_to_workers_and_adds_the_tables_where_missing(
     prepare(beta_world)
     with beta_world.connect() as conn:  # a database bootstrapped before the worker revision
         conn.execute("DROP TABLE wfctl.run_queue, wfctl.workers")
-        conn.execute("DELETE FROM wfctl.alembic_version WHERE version_num = 'w0004_wfctl_worker'")
+        conn.execute("DELETE FROM wfctl.alembic_version WHERE version_num LIKE 'w000%%_wfctl_%%'")
     status, out, err = run_cli(
         "--dsn",
         beta_world.dsn,
@@ -197,9 +197,33 @@ def test_detach_hands_the_run_to_workers_and_adds_the_tables_where_missing(
     run_id = json.loads(out)["run_id"]
     with beta_world.connect() as conn:
         versions = {r[0] for r in conn.execute("SELECT version_num FROM wfctl.alembic_version")}
-        assert versions == {"w0002_world_beta29", "w0004_wfctl_worker"}
+        assert versions == {"w0002_world_beta29", "w0005_wfctl_worker_workflows"}
         w = workers(beta_world.dsn, "--lease", f"{LEASE}s")
         wait_until(lambda: statuses(conn, [run_id])[run_id] == "completed", 15, "completion")
         assert w.term() == 0
     status, out, _ = run_cli("--dsn", beta_world.dsn, "--format", "json", "bootstrap")
     assert status == 0 and json.loads(out)["action"] == "unchanged"
+
+
+def test_a_database_at_w0004_gets_the_served_names_column(
+    beta_world: Any, workers: Any, run_cli: Any
+) -> None:
+    """A database a wfctl before w0005 set up: the next `wfctl worker` adds
+    `wfctl.workers.workflows` (wfctl's branch only) and records the names it serves."""
+    with beta_world.connect() as conn:
+        conn.execute("ALTER TABLE wfctl.workers DROP COLUMN workflows")
+        conn.execute(
+            "UPDATE wfctl.alembic_version SET version_num = 'w0004_wfctl_worker'"
+            " WHERE version_num = 'w0005_wfctl_worker_workflows'"
+        )
+        status, out, err = run_cli("--dsn", beta_world.dsn, "--format", "json", "worker", "status")
+        assert status == 0, err
+        assert json.loads(out)["unserved"] is None  # the names are not recorded yet
+        w = workers(beta_world.dsn)
+        w.worker_id()
+        assert "worker's queue tables" in w.log()
+        versions = {r[0] for r in conn.execute("SELECT version_num FROM wfctl.alembic_version")}
+        assert versions == {"w0002_world_beta29", "w0005_wfctl_worker_workflows"}
+        row = conn.execute("SELECT workflows FROM wfctl.workers").fetchone()
+        assert row is not None and "workflow//py:tests.worker.flows//chain" in row[0]
+        assert w.term() == 0

@@ -1,7 +1,10 @@
 """The typer application and its global options, shared by every command module.
 
-Global options come before the command (`wfctl --dsn URL doctor`), as with git and psql.
-Each command reads the invocation's `State` from the click context.
+Global options come before the command (`wfctl --dsn URL doctor`), as with git and psql;
+`--format/-f/-o` and `--dsn` are also accepted after any command (`wfctl doctor -o json`):
+`wfctl.cli.shared.build()` adds them to every registered command, so a new command gets them
+by being registered here (docs/architecture.md, "Adding a command"). Each command reads the
+invocation's `State` from the click context.
 """
 
 from __future__ import annotations
@@ -31,6 +34,13 @@ It finds runs wedged by half-written state (an entity row without its event), re
   wfctl bootstrap --era slot                   create a slot-era world
   wfctl --format json info | jq .era           machine-readable output
 """
+
+# Shared with wfctl.cli.shared, which accepts the same options after every command.
+FORMAT_FLAGS = ("--format", "-f", "-o")
+FORMAT_HELP = (
+    "text, plain, markdown, json, jsonl, prometheus or nagios (each command accepts a subset)."
+)
+DSN_HELP = "PostgreSQL connection string (URI or key=value). Overrides the environment."
 
 app = typer.Typer(
     name="wfctl",
@@ -71,19 +81,27 @@ def global_options(
         str | None,
         typer.Option(
             "--dsn",
-            help="PostgreSQL connection string (URI or key=value). Overrides the environment.",
+            metavar="DSN",
+            help=DSN_HELP,
             show_default=False,
         ),
     ] = None,
     output_format: Annotated[
         Format,
-        typer.Option("--format", "-f", help="Output format (commands accept a subset)."),
+        typer.Option(*FORMAT_FLAGS, metavar="FORMAT", help=FORMAT_HELP),
     ] = Format.TEXT,
     no_color: Annotated[
         bool, typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")
     ] = False,
     verbose: Annotated[
-        int, typer.Option("--verbose", "-v", count=True, help="More detail; tracebacks on errors.")
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            show_default=False,
+            help="More detail; tracebacks on errors. A flag: repeat it (-vv), give no number.",
+        ),
     ] = 0,
     statement_timeout: Annotated[
         int,

@@ -8,16 +8,21 @@ for the traceback.
 
 from __future__ import annotations
 
+import re
+import signal
 import sys
 import traceback
+from types import FrameType
+from typing import Any
 
 import typer
 
-from wfctl.cli.app import app
+from wfctl.cli import shared
 from wfctl.cli.commands import (  # noqa: F401  (importing a command module registers it)
     bootstrap,
     completion,
     doctor,
+    embedded,
     gc,
     hooks,
     info,
@@ -35,8 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run wfctl with `argv` (default: sys.argv[1:]) and return the exit status."""
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") or a.startswith("-vv") for a in args)
+    previous = _sigterm_as_interrupt()
     try:
-        result = app(args=args, prog_name="wfctl", standalone_mode=False)
+        result = shared.build().main(args=args, prog_name="wfctl", standalone_mode=False)
     except WfctlError as exc:
         if verbose:
             traceback.print_exc()
@@ -49,8 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(ExitStatus.INTERRUPTED)
     except Exception as exc:
         if _is_usage_error(exc):
-            message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
-            print(f"wfctl: error: {message} (hint: see `wfctl --help`)", file=sys.stderr)
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                return int(ExitStatus.OK)  # `wfctl runs`: the group's help is already printed
+            print(f"wfctl: error: {usage_line(exc)}", file=sys.stderr)
             return int(ExitStatus.USAGE)
         # Anything else is a bug: still one line, still no secrets.
         if verbose:
@@ -61,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return int(ExitStatus.UNKNOWN)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     status = int(result) if isinstance(result, int) else 0
     if status == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent exit 130
         print("wfctl: interrupted", file=sys.stderr)
@@ -73,6 +83,67 @@ def _is_usage_error(exc: Exception) -> bool:
     Matched by their public attributes, not by importing typer's private click copy.
     """
     return getattr(exc, "exit_code", None) == 2 and callable(getattr(exc, "format_message", None))
+
+
+def usage_line(exc: Any) -> str:
+    """A usage error in plain words, with the help of the (sub)command it concerns.
+
+    typer 0.2x coerces values with pydantic, whose messages ("Input should be a valid
+    integer, unable to parse string as an integer") describe a data model, not a flag.
+    """
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "wfctl"
+    param = getattr(exc, "param", None)
+    cause = exc.__cause__
+    if param is not None and cause is not None and callable(getattr(cause, "errors", None)):
+        message = f"{_param_name(param)}: {_plain(cause.errors()[0])}"
+    else:
+        message = " ".join(exc.format_message().split())
+    if re.fullmatch(r"No such command '\d+'\.", message):  # `wfctl --verbose 1 info`
+        return f"{message} (hint: -v/--verbose takes no value: repeat it, e.g. `wfctl -vv info`)"
+    return f"{message} (hint: see `{command} --help`)"
+
+
+def _param_name(param: Any) -> str:
+    longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+    if getattr(param, "param_type_name", "") == "option" and longs:
+        return str(longs[0])
+    return str(param.metavar or param.name).upper()
+
+
+def _plain(error: dict[str, Any]) -> str:
+    """One pydantic error entry in an operator's words."""
+    kind = str(error.get("type", ""))
+    got = error.get("input")
+    limits = error.get("ctx") or {}
+    if kind in ("int_parsing", "int_from_float", "int_type"):
+        return f"expected a whole number, got {got!r}"
+    if kind in ("float_parsing", "float_type"):
+        return f"expected a number, got {got!r}"
+    bounds = {
+        "greater_than_equal": ("at least", "ge"),
+        "greater_than": ("above", "gt"),
+        "less_than_equal": ("at most", "le"),
+        "less_than": ("below", "lt"),
+    }
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"must be {words} {limits.get(key)}, got {got!r}"
+    text = str(error.get("msg", "invalid value")).removeprefix("Value error, ").rstrip(".")
+    return text.replace("Input should be", "should be")
+
+
+def _sigterm_as_interrupt() -> Any:
+    """SIGTERM (systemd, kubectl delete, `timeout`) ends wfctl as Ctrl-C does: exit 130 with
+    the same message and hints. `wfctl worker` installs its own handler while it serves."""
+    try:
+        return signal.signal(signal.SIGTERM, _raise_interrupt)
+    except ValueError:  # not the main thread (an embedding application): leave it alone
+        return None
+
+
+def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def run() -> None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from rich.console import Console
@@ -19,6 +21,34 @@ from rich.table import Table
 from tabulate import tabulate
 
 from wfctl.errors import UsageError
+
+# A token holding a ULID-sized body (run/step/hook/event ids, `evnt_` slots, worker ids):
+# tables never cut one, whatever the terminal width.
+_ID_TOKEN = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+_CELL_BORDER = 3  # rich: one space of padding each side plus the column rule
+
+
+def timestamp(value: datetime | None, naive_zone: tzinfo = UTC) -> str | None:
+    """THE timestamp form of every output, text and JSON: ISO 8601 with offset, ms precision.
+
+    `naive_zone` says which clock a naive value was written in: the package stores JS
+    `Date`s as UTC wall clock and DB defaults as the session's (runtime.store.Store.aware).
+    """
+    if value is None:
+        return None
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=naive_zone)
+    return aware.isoformat(timespec="milliseconds")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return timestamp(value)
+    return str(value)
+
+
+def dumps(obj: Any) -> str:
+    """JSON as every command prints it (datetimes in the one timestamp form)."""
+    return json.dumps(obj, indent=2, sort_keys=False, default=_jsonable)
 
 
 class Format(enum.StrEnum):
@@ -71,17 +101,84 @@ class Output:
         sys.stdout.flush()
 
     def json(self, obj: Any) -> None:
-        self.data(json.dumps(obj, indent=2, sort_keys=False, default=str))
+        self.data(dumps(obj))
 
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
-        """A table in the chosen format: rich on text, tabulate for plain/markdown."""
-        if self.format is Format.TEXT:
-            table = Table(title=title or None, show_lines=False)
-            for h in headers:
-                table.add_column(h)
-            for row in rows:
-                table.add_row(*("" if v is None else str(v) for v in row))
-            self.out.print(table)
+    def table(
+        self,
+        headers: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        title: str = "",
+        optional: Sequence[str] = (),
+    ) -> None:
+        """A table in the chosen format: rich on text, tabulate for plain/markdown.
+
+        An id is never cut. On text, columns holding ids keep their full width and the other
+        columns wrap; columns empty in every row are left out; when the ids still do not fit
+        the terminal, the `optional` columns are left out (said on stderr), and failing that
+        each row is printed as a record (`column  value` lines, psql's expanded display).
+        No rows: "none".
+        """
+        cells = [["" if v is None else _cell(v) for v in row] for row in rows]
+        if not cells:
+            self.data(f"{title}: none" if title else "none")
             return
-        fmt = "github" if self.format is Format.MARKDOWN else "plain"
-        self.data(tabulate(rows, headers=list(headers), tablefmt=fmt))
+        if self.format is not Format.TEXT:
+            fmt = "github" if self.format is Format.MARKDOWN else "plain"
+            self.data(tabulate(cells, headers=list(headers), tablefmt=fmt))
+            return
+        filled = [h for i, h in enumerate(headers) if any(row[i] for row in cells)]
+        shown = list(filled)
+        left_out: list[str] = []
+        while not self._fits(headers, cells, shown):
+            spare = [h for h in reversed(optional) if h in shown]
+            if not spare:  # records have room for every column again
+                self._records(headers, cells, filled, title)
+                return
+            shown.remove(spare[0])
+            left_out.append(spare[0])
+        table = Table(title=title or None, show_lines=False)
+        columns = [headers.index(h) for h in shown]
+        for i in columns:
+            if _id_width(cells, i):
+                table.add_column(headers[i], no_wrap=True, min_width=_id_width(cells, i))
+            else:
+                table.add_column(headers[i], overflow="fold")
+        for row in cells:
+            table.add_row(*(row[i] for i in columns))
+        self.out.print(table)
+        if left_out:
+            self.message(
+                f"({self.out.width} columns: left out {', '.join(left_out)};"
+                " a wider terminal or --format json shows them)"
+            )
+
+    def _fits(self, headers: Sequence[str], cells: list[list[str]], shown: list[str]) -> bool:
+        """Whether the id columns at full width, and the others at their longest word up to
+        10 characters (a longer word folds, which still reads), fit the terminal."""
+        needed = 0
+        for h in shown:
+            i = headers.index(h)
+            longest = max(len(w) for w in [*h.split(), *(w for r in cells for w in r[i].split())])
+            needed += _id_width(cells, i) or min(10, longest)
+        return needed + _CELL_BORDER * len(shown) + 1 <= self.out.width
+
+    def _records(
+        self, headers: Sequence[str], cells: list[list[str]], shown: list[str], title: str
+    ) -> None:
+        """One `column  value` block per row: the layout that fits ids at any width."""
+        width = max(len(h) for h in shown)
+        lines = [title] if title else []
+        for n, row in enumerate(cells, 1):
+            lines.append(f"-[ {title or 'row'} {n} ]-")
+            lines += [f"{h.ljust(width)}  {row[headers.index(h)]}" for h in shown]
+        self.data("\n".join(lines))
+
+
+def _cell(value: Any) -> str:
+    return timestamp(value) or "" if isinstance(value, datetime) else str(value)
+
+
+def _id_width(cells: list[list[str]], column: int) -> int:
+    """The widest id-holding word in a column (0: the column holds no id)."""
+    words = (w for row in cells for w in row[column].split())
+    return max((len(w) for w in words if _ID_TOKEN.search(w)), default=0)

@@ -16,11 +16,61 @@ from typing import Any
 
 import psycopg
 
+# The 25 rule names of upstream's own consistency checker (vercel/workflow
+# workbench/sim-world): a shared vocabulary with the maintainers. A check names the rules it covers
+# in `Check.upstream_rules`; docs/checks.md lists the rules no check covers and why.
+UPSTREAM_RULES: tuple[str, ...] = (
+    "log.monotonic-order",
+    "log.unique-event-id",
+    "run.created-first",
+    "run.created-once",
+    "run.terminal-is-last",
+    "run.entity-matches-log",
+    "run.attributes-match-log",
+    "run.output-materialized",
+    "run.resources-released",
+    "step.created-once",
+    "step.started-after-created",
+    "step.terminal-after-created",
+    "step.terminal-once",
+    "step.no-restart-after-terminal",
+    "step.entity-has-log",
+    "step.entity-matches-log",
+    "step.attempt-matches-log",
+    "hook.token-unique",
+    "hook.received-after-created",
+    "hook.dispose-once",
+    "hook.no-receive-after-dispose",
+    "wait.created-once",
+    "wait.completed-after-created",
+    "wait.completed-once",
+    "wait.resume-at-stable",
+)
+
+# The rules no wfctl check covers, and why (docs/checks.md lists them; a test keeps this and
+# the checks' `upstream_rules` together equal to UPSTREAM_RULES).
+UPSTREAM_GAPS: dict[str, str] = {
+    "run.attributes-match-log": "needs the fold of every attr_set payload (CBOR) per run, "
+    "compared with workflow_runs.attributes; not built yet",
+    "run.output-materialized": "needs replay: only re-running the workflow code shows what "
+    "its output should be (a completed run's output_cbor may legitimately be an encoded "
+    "undefined)",
+    "step.started-after-created": "not reported on purpose: both runtimes accept a "
+    "step_started before its step_created (a lazy start writes both; a restored step_created "
+    "may sit among the step's events); the harmful order, a completion before the creation, "
+    "is WF143",
+    "wait.resume-at-stable": "needs the decoded resumeAt of every wait_created and "
+    "wait_completed (CBOR payloads) compared with workflow_waits.resume_at; not built yet",
+}
+
 
 class Severity(enum.StrEnum):
     CRITICAL = "critical"
     WARNING = "warning"
     INFO = "info"
+
+
+_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 class Status(enum.StrEnum):
@@ -48,9 +98,12 @@ class Finding:
     observed_at: datetime | None
     in_flight: bool
     detail: str
+    # Set only where one check finds things of different weight (WF151: a missing column is
+    # critical, a known newer addition info); None means the check's own severity.
+    severity: Severity | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "code": self.code,
             "run_id": self.run_id,
             "entity_id": self.entity_id,
@@ -58,6 +111,9 @@ class Finding:
             "in_flight": self.in_flight,
             "detail": self.detail,
         }
+        if self.severity is not None:
+            out["severity"] = self.severity.value
+        return out
 
 
 @dataclass(frozen=True)
@@ -80,6 +136,14 @@ class Check:
     needs: frozenset[Needs] = frozenset()
     # An era-specific SQL variant, e.g. {"beta29": "checks/WF121.beta29"}.
     sql_by_era: dict[str, str] = field(default_factory=dict)
+    # Upstream consistency-checker rule names this check covers (each one of UPSTREAM_RULES);
+    # empty when upstream has no such rule (queue, catalog and slot-numbering families).
+    upstream_rules: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [r for r in self.upstream_rules if r not in UPSTREAM_RULES]
+        if unknown:
+            raise ValueError(f"{self.code}: unknown upstream rule name(s) {unknown}")
 
     def sql_name(self, era: str) -> str:
         return self.sql_by_era.get(era, f"checks/{self.code}")
@@ -100,6 +164,7 @@ class CheckResult:
     samples: list[Finding] = field(default_factory=list)
     message: str = ""  # why UNKNOWN / NOT_APPLICABLE
     seconds: float = 0.0
+    worst: Severity | None = None  # of the actionable findings
     # The earliest observed_at over ALL actionable findings (not only the samples): how long
     # the oldest one has been waiting, for an age gauge an alert can threshold.
     oldest_observed: datetime | None = None
@@ -110,6 +175,9 @@ class CheckResult:
             self.in_flight += 1
         else:
             self.count += 1
+            severity = finding.severity or self.check.severity
+            if self.worst is None or _RANK[severity] < _RANK[self.worst]:
+                self.worst = severity
             seen = finding.observed_at
             if seen is not None and (self.oldest_observed is None or seen < self.oldest_observed):
                 self.oldest_observed = seen
@@ -121,7 +189,7 @@ class CheckResult:
         if self.status in (Status.UNKNOWN, Status.NOT_APPLICABLE):
             return
         if self.count:
-            self.status = Status(self.check.severity.value)
+            self.status = Status((self.worst or self.check.severity).value)
         elif self.in_flight:
             self.status = Status.IN_FLIGHT
         else:
@@ -132,6 +200,7 @@ class CheckResult:
             "code": self.check.code,
             "title": self.check.title,
             "severity": self.check.severity.value,
+            "upstream_rules": list(self.check.upstream_rules),
             "status": self.status.value,
             "count": self.count,
             "in_flight": self.in_flight,

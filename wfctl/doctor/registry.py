@@ -6,6 +6,7 @@ from wfctl.doctor import (
     wf101,
     wf102,
     wf103,
+    wf104,
     wf111,
     wf112,
     wf113,
@@ -16,7 +17,15 @@ from wfctl.doctor import (
     wf132,
     wf133,
     wf134,
+    wf135,
     wf141,
+    wf142,
+    wf143,
+    wf144,
+    wf145,
+    wf146,
+    wf147,
+    wf148,
     wf151,
 )
 from wfctl.doctor.base import Check
@@ -25,8 +34,9 @@ from wfctl.errors import UsageError
 CHECKS: tuple[Check, ...] = tuple(
     m.CHECK
     for m in (
-        wf101, wf102, wf103, wf111, wf112, wf113, wf121, wf122, wf123,
-        wf131, wf132, wf133, wf134, wf141, wf151,
+        wf101, wf102, wf103, wf104, wf111, wf112, wf113, wf121, wf122, wf123,
+        wf131, wf132, wf133, wf134, wf135, wf141, wf142, wf143, wf144, wf145, wf146, wf147,
+        wf148, wf151,
     )
 )  # fmt: skip
 BY_CODE = {c.code: c for c in CHECKS}

@@ -43,16 +43,21 @@ def details(report: Report) -> Iterator[str]:
             continue
         yield f"{r.check.code} {r.status.value}: {r.check.remedy}"
         for f in r.samples:
-            state = "in flight" if f.in_flight else r.check.severity.value
+            state = "in flight" if f.in_flight else (f.severity or r.check.severity).value
             yield f"  [{state}] run {f.run_id or '-'} {f.entity_id or ''}: {f.detail}"
 
 
+def plural(count: int, noun: str) -> str:
+    """`1 check`, `15 checks`, `0 findings`: English, not `finding(s)`."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def summary_line(report: Report) -> str:
-    """`CRITICAL: 3 findings in 2 checks (1 in flight), era slot, 0.12 s`."""
-    bad = [r for r in report.results if r.count]
+    """`CRITICAL: 15 checks, 3 findings (1 in flight, ...); slot world 'app', 0.12 s`."""
+    findings = sum(r.count for r in report.results)
     text = (
-        f"{report.status.value.upper()}: {sum(r.count for r in bad)} finding(s) in "
-        f"{len(bad)} check(s)"
+        f"{report.status.value.upper()}: {plural(len(report.results), 'check')}, "
+        f"{plural(findings, 'finding')}"
     )
     in_flight = sum(r.in_flight for r in report.results)
     if in_flight:
@@ -68,7 +73,11 @@ def jsonl(report: Report) -> Iterator[str]:
     for result in report.results:
         for finding in result.samples:
             yield json.dumps(
-                {**finding.as_dict(), "severity": result.check.severity.value}, default=str
+                {
+                    **finding.as_dict(),
+                    "severity": (finding.severity or result.check.severity).value,
+                },
+                default=str,
             )
 
 

@@ -6,6 +6,7 @@ CHECK = Check(
     code="WF101",
     title="step row without step_created",
     severity=Severity.CRITICAL,
+    upstream_rules=("step.entity-has-log",),
     remedy="wfctl repair --only WF101 appends the step_created event from the step row",
     explanation=Explanation(
         meaning="A workflow_steps row exists, but the run's event log has no step_created "

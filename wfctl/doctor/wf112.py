@@ -16,6 +16,7 @@ CHECK = Check(
         "crash between them leaves this state. Only visible while the run is live.",
         repair="Past --min-age and with no locked job: append wait_completed with the exact "
         "resumeAt of the run's wait_created event (the sleep consumer diverges on a 1 ms "
-        "difference); then collapse surplus continuation jobs (WF131).",
+        "difference), placed as WF111 places a step's (before an entity created after the "
+        "wait completed); then collapse surplus continuation jobs (WF131).",
     ),
 )

@@ -6,6 +6,7 @@ CHECK = Check(
     code="WF113",
     title="run finished without its terminal event",
     severity=Severity.WARNING,
+    upstream_rules=("run.entity-matches-log",),
     remedy="wfctl repair --only WF113 appends run_completed / run_failed / run_cancelled",
     explanation=Explanation(
         meaning="A run row is completed, failed or cancelled, but its log has no matching "

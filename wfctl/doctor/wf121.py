@@ -6,8 +6,9 @@ CHECK = Check(
     code="WF121",
     title="half-created run",
     severity=Severity.CRITICAL,
+    upstream_rules=("run.created-first",),
     remedy="wfctl repair --only WF121 writes the marker and run_created at slot 1 "
-    "(--allow-rewrite when wevt_ events exist)",
+    "(--allow-rewrite when the run's other events must be renumbered behind it)",
     explanation=Explanation(
         meaning="A run row whose creation did not land whole: in the slot era a run without its "
         "workflow_event_slots marker (spec >= 6 or with evnt_ events), or any run whose log has "
@@ -16,10 +17,16 @@ CHECK = Check(
         "and every later slot allocation fails; without run_created the runtime cannot rebuild "
         "the run's input. If its job was lost too, the run sits pending with no events.",
         cause="Run creation is several autocommits (run row, marker, run_created) in upstream "
-        "beta.29 and beta.34-beta.40 (#3656).",
-        repair="One transaction: lock the run row, re-check, insert the marker and run_created "
-        "at slot 1 rebuilt from the row (deploymentId, workflowName, input, executionContext). "
-        "With later wevt_ events the log must be renumbered: only with --allow-rewrite.",
+        "beta.29 and beta.34-beta.40 (upstream vercel/workflow#3656).",
+        repair="One transaction: lock the run row, re-check, and decide from the evidence what "
+        "the run was meant to be. A slot run (it has a marker, an evnt_ event, or spec >= 6, "
+        "which the runtime reads as slots whatever the world did) gets its marker "
+        "(seq_in_band 1 where that column exists) and run_created at slot 1 rebuilt from the "
+        "row (deploymentId, workflowName, input, executionContext, attributes, "
+        "encryptionPublicKey); its other events, if any, are renumbered behind it, only with "
+        "--allow-rewrite (see 'Slot-log rewrites'). Any other run is legacy: run_created gets "
+        "a wevt_ id just before its first event and no marker, so world and runtime both read "
+        "it as legacy.",
     ),
     sql_by_era={"beta29": "checks/WF121.beta29"},
 )

@@ -1,4 +1,4 @@
-"""WF131: runaway wait-continuation job chains."""
+"""WF131: runaway wait-continuation chains (a chain that makes no progress)."""
 
 from wfctl.doctor.base import Check, Explanation, Needs, Severity
 
@@ -8,15 +8,20 @@ CHECK = Check(
     severity=Severity.CRITICAL,
     remedy="repair the underlying WF112/WF102 first, then wfctl repair --only WF131",
     explanation=Explanation(
-        meaning="Several live wake-up jobs for one wait, or a continuation whose attempt "
-        "counter ran past the threshold (--attempt-threshold, default 100).",
+        meaning="A wait's continuation was enqueued again after the wait fell due: a delivery "
+        "found the wait still pending past its deadline and re-enqueued instead of completing "
+        "it. Several jobs or a high attempt counter alone are not a finding: a healthy long "
+        "sleep holds one hop chain per continuation max-delay setting it was seen under "
+        "(keys wait_<id>:hop-N), and each hop legitimately raises the attempt counter.",
         why_stuck="Each delivery replays the run, finds the wait still pending (usually WF112), "
-        "computes a 1 s timeout and reschedules itself; lost responses fork parallel chains "
-        "(the seed saw ~27 chains past 26,000 attempts).",
+        "computes a 1 s timeout and enqueues the next continuation; lost responses fork "
+        "parallel chains (the seed saw ~27 chains past 26,000 attempts).",
         cause="An incomplete wait (WF112 / WF102) plus deliveries that fail after enqueueing "
         "their successor.",
-        repair="After the wait is repaired: permanently fail the surplus unlocked jobs with "
-        "graphile_worker.permanently_fail_jobs, leaving exactly one wake-up for the run.",
+        repair="After the wait is repaired, and only while the chain still shows no progress "
+        "(re-checked under lock): permanently fail the chain's unlocked jobs with "
+        "graphile_worker.permanently_fail_jobs and enqueue exactly one wake-up for the run. "
+        "A wait still due in the future is refused: its chain is healthy.",
     ),
     needs=frozenset({Needs.QUEUE}),
 )

@@ -10,9 +10,9 @@ CHECK = Check(
     explanation=Explanation(
         meaning="Several pending key-less wake-up jobs (no stepId) for one run.",
         why_stuck="Not stuck, but each copy replays the run, and on another process a booting "
-        "peer re-drives a run a live peer is executing (#3758).",
+        "peer re-drives a run a live peer is executing (upstream vercel/workflow#3758).",
         cause="Every world.start() re-enqueues every pending/running run without a job key "
-        "(#3119); restarts pile them up.",
+        "(upstream vercel/workflow#3119); restarts pile them up.",
         repair="Permanently fail the surplus unlocked jobs, keep the oldest.",
     ),
     needs=frozenset({Needs.QUEUE}),

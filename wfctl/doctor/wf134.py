@@ -15,7 +15,9 @@ CHECK = Check(
         cause="Three failed deliveries: the flow route was down, or the run crashed the "
         "handler each time.",
         repair="Report only: the job's last_error names the cause. Once fixed, WF133's repair "
-        "enqueues a fresh wake-up.",
+        "enqueues a fresh wake-up; from then on (a live job for the run created after the "
+        "exhausted one failed, or an event written after it) the job is history and no "
+        "longer reported.",
     ),
     needs=frozenset({Needs.QUEUE}),
 )

@@ -6,16 +6,22 @@ CHECK = Check(
     code="WF141",
     title="unconsumable event log",
     severity=Severity.CRITICAL,
+    upstream_rules=(
+        "run.created-once",
+        "step.terminal-once",
+        "wait.completed-once",
+        "step.no-restart-after-terminal",
+    ),
     remedy="report only: see `wfctl doctor --explain WF141` for the manual procedure",
     explanation=Explanation(
         meaning="The log holds something no replay can consume: a second terminal event for "
-        "one step or wait, a step_started after the step's terminal event, a hook_received "
-        "after its hook_disposed, or two run_created events.",
+        "one step or wait, a step_started after the step's terminal event, or two "
+        "run_created events (a hook event after its hook_disposed is WF145).",
         why_stuck="The runtime's consumers finish at an entity's first terminal event; "
         "anything after it is 'Replay could not consume event' on every replay.",
         cause="A repair racing a slow original insert (the reason every wfctl repair re-checks "
-        "under lock and waits out --min-age), a clock-skewed peer re-running a live step, or "
-        "beta.29's non-transactional hook_disposed (#2781).",
+        "under lock and waits out --min-age), or a clock-skewed peer re-running a live step "
+        "(its step_started minted on a clock ahead sorts after the completion).",
         repair="Not an append: the extra event must be removed (legacy runs) or the run failed "
         "deliberately; in the slot era deleting leaves a hole (WF123). Manual: stop workers "
         "for the run, back up its events, delete the later duplicate in one transaction, "

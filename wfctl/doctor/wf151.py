@@ -1,4 +1,10 @@
-"""WF151: catalog drift from what the recorded migrations promise, or INVALID indexes."""
+"""WF151: catalog drift from what the recorded migrations promise, or INVALID indexes.
+
+One code, three weights (per finding): a required object missing or changed is critical; an
+addition a known newer upstream migration makes is info (named with its migration); any other
+addition is a warning naming the object. Comparison is by meaning (wfctl.world.catalog.compare),
+so a world moved with pg_dump/restore, whose index predicate prints differently, is not drift.
+"""
 
 from __future__ import annotations
 
@@ -14,26 +20,33 @@ from wfctl.world import catalog
 
 @dataclass(frozen=True)
 class CatalogDriftCheck(Check):
-    """Adds the column-by-column catalog comparison, which is Python (catalog.diff)."""
+    """Adds the column-by-column catalog comparison, which is Python (catalog.compare)."""
 
     def extra_findings(self, conn: psycopg.Connection[Any], era: str) -> Iterator[Finding]:
-        expected = catalog.expected("slot" if era == "slot" else "beta29")
-        for line in catalog.diff(expected, catalog.describe(conn)):
-            # Additions are tolerated: later upstream releases add columns and tables
-            # (reference §1.4); only what is missing or different breaks the package.
-            if line.startswith("unexpected "):
-                continue
-            yield Finding(self.code, None, line.split(":", 1)[0], None, False, line)
+        for d in catalog.compare(conn, "slot" if era == "slot" else "beta29"):
+            if d.known:
+                severity, detail = Severity.INFO, f"{d.text} (added by upstream {d.known})"
+            elif d.change == "unexpected":
+                detail = f"{d.text}: not made by any @workflow/world-postgres migration wfctl knows"
+                severity = Severity.WARNING
+            else:
+                severity, detail = Severity.CRITICAL, d.text
+            yield Finding(self.code, None, f"{d.kind} {d.name}", None, False, detail, severity)
 
 
 CHECK = CatalogDriftCheck(
     code="WF151",
     title="catalog drift",
     severity=Severity.CRITICAL,
+    upstream_rules=("log.unique-event-id", "step.created-once", "wait.created-once"),
     remedy="report only: add what the skipped migrations add (see --explain WF151)",
     explanation=Explanation(
         meaning="The live catalog lacks what the recorded migrations promise (a column, an "
-        "index, an index predicate, an enum label), or an index is INVALID.",
+        "index, an index predicate, an enum label), or an index is INVALID (critical). "
+        "Objects a newer upstream migration adds (0018-0027: hook token retention, event "
+        "slots, keyed stream append, invocations, resume ids, claimed_from, seq_in_band, "
+        "timestamptz columns, snapshots) are info; any other addition is a warning naming it. "
+        "Index predicates are compared by meaning, so a restored world is not drift.",
         why_stuck="beta.29's inserts and RETURNING clauses name those columns, so such a world "
         "fails on every run creation; an INVALID index is a half-built key swap.",
         cause="drizzle applies a migration only when its journal `when` exceeds the newest "

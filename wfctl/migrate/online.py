@@ -748,10 +748,10 @@ class OnlineMigration:
         if final:
             with read_only(conn):
                 world = model.inspect(conn, with_drift=False)
-                live = catalog.describe(conn)
+                drift = [d.text for d in catalog.compare(conn, "slot")] if self.options.swap else []
             report.era_after = world.era
             if self.options.swap:
-                report.catalog_drift = catalog.diff(catalog.expected("slot"), live)
+                report.catalog_drift = drift
         if self.plan is not None:
             report.remaining = [r.as_dict() for r in self.plan.remaining]
             report.advice = _swap_advice(self.plan, report.dry_run)

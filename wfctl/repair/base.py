@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg.rows import dict_row
 
 from wfctl import sql
+from wfctl.doctor import specs
 from wfctl.doctor.base import Finding
 from wfctl.world import codec
 from wfctl.world.model import World
@@ -24,6 +25,11 @@ from wfctl.world.writer import EventWriter
 
 class Refused(Exception):
     """This finding will not be repaired now; the message says why (shown and audited)."""
+
+
+class Superseded(Refused):
+    """Nothing left to do: an earlier repair of the same run, in the same transaction, already
+    healed this finding (a slot-log rewrite heals WF121, WF122 and WF123 at once)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,7 @@ class NewEvent:
     spec_version: int | None
     first_slot: bool = False  # a slot run's run_created at slot 1 (with its marker)
     legacy_id: str | None = None  # a chosen position in a legacy run
+    created_at: datetime | None = None  # with legacy_id: between its neighbours' (replay clock)
 
     def summary(self) -> str:
         keys = ", ".join(f"{k}={codec.describe(v, 24)}" for k, v in (self.data or {}).items())
@@ -54,13 +61,20 @@ class Action:
     fail_jobs: list[int] = field(default_factory=list)
     fail_message: str = "wfctl: superseded"  # last_error of the jobs it fails (starts "wfctl:")
     wake_up: bool = False  # enqueue one key-less {runId} wake-up job
+    # Row changes, in order: (sql name, params); each statement must change exactly one row
+    # and return it (else the state moved and the repair is refused). WF104's leftover rows,
+    # the revival's re-minted id, deleted run_failed and reopened run.
+    row_changes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rewrite: Rewrite | None = None  # a slot-log rewrite (--allow-rewrite), done first
 
     def describe(self) -> list[str]:
-        out = ["insert slot marker"] if self.marker else []
+        out = self.rewrite.describe() if self.rewrite else []
+        out += ["insert slot marker"] if self.marker else []
         out += [f"append {e.summary()}" for e in self.events]
         if self.fail_jobs:
             out.append(f"permanently fail jobs {self.fail_jobs}")
+        out += [f"{name.rpartition('/')[2]} {params}" for name, params in self.row_changes]
         if self.wake_up:
             out.append("enqueue one {runId} wake-up job")
         return out + self.notes
@@ -76,6 +90,8 @@ class Context:
     writer: EventWriter
     task: str
     run: dict[str, Any]
+    allow_rewrite: bool = False  # --allow-rewrite: a repair may renumber the run's event ids
+    rewritten: str = ""  # the code whose repair rewrote this run's log in this transaction
 
     def row(self, name: str, **params: Any) -> dict[str, Any]:
         """`repair/lock_<name>` on apply, `repair/read_<name>` on a dry run; Refused if gone."""
@@ -90,6 +106,14 @@ class Context:
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(sql.load(name), {"run_id": self.run["id"], **params}).fetchall()
 
+    def refuse_row_heal(self, code: str) -> None:
+        """On a spec >= 9 run the log is authoritative: the package no longer gates writes on
+        step/wait/hook rows, so a row "without its event" is not a wedge and appending the
+        event would change history the runtime already folded. Refused, whatever found it."""
+        spec = specs.parse(self.run.get("spec_version"))
+        if code in specs.ROW_CHECKS and specs.log_authoritative(spec):
+            raise Refused(f"spec {spec} run: its log is authoritative, rows are never healed")
+
     def run_spec_version(self) -> int | None:
         """The spec version the run's events carry (else the run's own), for appended events."""
         bounds = self.fetch("repair/run_event_bounds")[0]
@@ -102,6 +126,15 @@ class Context:
 def utc(value: datetime | None) -> datetime | None:
     """JS-written timestamp columns hold UTC wall time without a zone: attach it."""
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+class Rewrite(Protocol):
+    """A repair step that rewrites a run's log (wfctl.repair.slotlog): describes itself for
+    the plan and the audit, and applies itself inside the repair transaction."""
+
+    def describe(self) -> list[str]: ...
+
+    def apply(self, ctx: Context) -> list[str]: ...
 
 
 class Repair:

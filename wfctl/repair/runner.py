@@ -37,8 +37,9 @@ from wfctl.connection.db import read_only
 from wfctl.doctor import registry as checks_registry
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
-from wfctl.repair import registry
-from wfctl.repair.base import Action, Context, Refused
+from wfctl.errors import RefusedError
+from wfctl.repair import registry, slotlog, wf135
+from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
 from wfctl.world import ids
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
@@ -55,6 +56,8 @@ class RepairOptions:
     limit: int = 1000
     job_prefix: str = "workflow_"
     workers: int = 4  # runs repaired in parallel, one connection each
+    allow_rewrite: bool = False  # slot-log rewrites (renumbering) may run
+    allow_revive: bool = False  # opt-in rewrites of a failed run's history (registry.REVIVALS)
 
     @property
     def task(self) -> str:
@@ -159,20 +162,28 @@ def repair(
     apply: bool,
     reason: str = "",
     connect: Callable[[], psycopg.Connection[Any]] | None = None,
+    unlock: wf135.Unlock | None = None,
 ) -> RepairReport:
     """Plan (dry run) or apply repairs for every finding; see the module docstring.
 
     `connect` opens more sessions for parallel applies (`options.workers`); without it,
-    everything runs on `conn`.
+    everything runs on `conn`. `unlock` first lists (dry run) or releases the dead workers'
+    locks it selects (WF135), so the repairs of those runs are no longer refused.
     """
-    findings = detect(conn, world, options)
-    report = RepairReport(applied=apply, before=counts(findings))
+    released = _release_locks(conn, options, unlock, apply, reason) if unlock else []
+    handled = {i.finding.entity_id for i in released}
+    findings = [  # a young lock is a live delivery's: not even worth a "skipped" line
+        f
+        for f in detect(conn, world, options)
+        if not (f.code == wf135.CODE and (f.in_flight or f.entity_id in handled))
+    ]
+    report = RepairReport(applied=apply, before=counts(findings), items=released)
     writer = EventWriter(slots=world.has_event_slots)
     batches: list[tuple[str, list[Finding]]] = []
     for run_id, group in groupby(findings, key=lambda f: f.run_id):
         todo = []
         for finding in group:
-            skip = _skip_reason(finding, world)
+            skip = _skip_reason(finding, world, options)
             if skip:
                 report.items.append(Item(finding, "skipped", skip))
             else:
@@ -200,6 +211,22 @@ def repair(
         _in_parallel(batches, one, connect, min(options.workers, len(batches)))
     report.after = _remaining(conn, world, options, report.items)
     return report
+
+
+def _release_locks(
+    conn: psycopg.Connection[Any],
+    options: RepairOptions,
+    unlock: wf135.Unlock,
+    apply: bool,
+    reason: str,
+) -> list[Item]:
+    """WF135 before everything else: the run repairs must see the locks already gone."""
+    return [
+        Item(r.finding, r.outcome, r.reason, actions=[r.action], audit_id=r.audit_id)
+        for r in wf135.release(
+            conn, options.task, unlock, apply=apply, reason=reason, run_ids=options.run_ids
+        )
+    ]
 
 
 def _in_parallel(
@@ -253,8 +280,9 @@ def _scoped(options: RepairOptions, run_ids: list[str]) -> RepairOptions:
     )
 
 
-def _skip_reason(finding: Finding, world: World) -> str:
-    if finding.code in registry.REPORT_ONLY:
+def _skip_reason(finding: Finding, world: World, options: RepairOptions) -> str:
+    revivable = options.allow_revive and finding.code in registry.REVIVALS
+    if finding.code in registry.REPORT_ONLY and not revivable:
         return registry.REPORT_ONLY[finding.code]
     if finding.in_flight:
         return "too young: younger than --min-age, its original write may still be landing"
@@ -276,7 +304,7 @@ def _context(
         run = cur.execute(query, {"run_id": run_id}).fetchone()
     if run is None:
         raise Refused("state moved: the run row is gone")
-    return Context(conn, lock, world, writer, options.task, run)
+    return Context(conn, lock, world, writer, options.task, run, options.allow_rewrite)
 
 
 def _plan_run(
@@ -295,12 +323,18 @@ def _plan_run(
             return [Item(f, "refused", str(exc)) for f in findings]
         for finding in findings:
             try:
-                action = registry.BY_CODE[finding.code].plan(ctx, finding)
-                scheme = writer.scheme(conn, run_id, lock=False) if action.events else ""
+                ctx.refuse_row_heal(finding.code)
+                action = _repair(options, finding).plan(ctx, finding)
+                scheme = ""
+                if action.events:
+                    rewritten = f"slot (after the {ctx.rewritten} rewrite)" if ctx.rewritten else ""
+                    scheme = rewritten or writer.scheme(conn, run_id, lock=False)
                 guards = _guards(finding, world)
                 lines = action.describe() + ([f"id scheme: {scheme}"] if scheme else []) + guards
                 items.append(Item(finding, "planned", actions=lines))
-            except Refused as exc:
+            except Superseded as exc:
+                items.append(Item(finding, "skipped", str(exc)))
+            except (Refused, RefusedError) as exc:
                 items.append(Item(finding, "refused", str(exc)))
     return items
 
@@ -371,13 +405,16 @@ def _apply_run(
 
 
 def _locked_message(job: dict[str, Any]) -> str:
-    """Name the holder, for how long, and the way out when that worker is known dead."""
+    """Name the holder, since when, and the way out when that worker is gone (WF135)."""
     held = datetime.now(UTC) - job["locked_at"]
     minutes = int(held.total_seconds() // 60)
+    age = max(minutes, int(wf135.UNLOCK_FLOOR.total_seconds() // 60))
     return (
-        f"a queue job for the run is locked by {job['locked_by']} (for {minutes} min): a live "
-        "writer may still append the same event; if that worker is dead (graphile frees its "
-        f"jobs after 4 h), rerun with --unlock-dead-worker {job['locked_by']}"
+        f"a queue job for the run (job {job['id']}) is locked by {job['locked_by']} since "
+        f"{job['locked_at']:%Y-%m-%d %H:%M:%S%z} ({minutes} min): a live writer may still "
+        "append the same event; if that worker is gone (graphile frees its jobs after 4 h), "
+        f"`wfctl repair --unlock-older-than {age}m` shows the locks it would "
+        "release, then add --apply"
     )
 
 
@@ -388,17 +425,26 @@ def _apply_one(
     scope = ctx.conn.transaction() if savepoint else contextlib.nullcontext()
     try:
         with scope:
-            action = registry.BY_CODE[finding.code].plan(ctx, finding)
+            ctx.refuse_row_heal(finding.code)
+            action = _repair(options, finding).plan(ctx, finding)
             _recheck(ctx, options, finding)
             written = _execute(ctx, action)
             audit = _audit(ctx, finding, reason, action, written)
             return Item(
                 finding, "applied", actions=action.describe(), event_ids=written, audit_id=audit
             )
-    except Refused as exc:
+    except Superseded as exc:
+        return Item(finding, "skipped", str(exc))
+    except (Refused, RefusedError) as exc:  # RefusedError: the writer met a mixed-scheme log
         return Item(finding, "refused", str(exc))
     except AlreadyExists as exc:
         return Item(finding, "refused", f"state moved: the event exists now ({exc.event_id})")
+
+
+def _repair(options: RepairOptions, finding: Finding) -> Repair:
+    found = registry.repair_for(finding.code, options.allow_revive)
+    assert found is not None, finding.code  # _skip_reason let only repairable codes through
+    return found
 
 
 def _recheck(ctx: Context, options: RepairOptions, finding: Finding) -> None:
@@ -417,9 +463,9 @@ def _recheck(ctx: Context, options: RepairOptions, finding: Finding) -> None:
 
 def _execute(ctx: Context, action: Action) -> list[str]:
     run_id = ctx.run["id"]
-    written: list[str] = []
+    written: list[str] = action.rewrite.apply(ctx) if action.rewrite else []
     if action.marker:
-        ctx.conn.execute(sql.load("repair/insert_slot_marker"), {"run_id": run_id})
+        slotlog.insert_marker(ctx)
     for event in action.events:
         result = ctx.writer.append(
             ctx.conn,
@@ -430,8 +476,15 @@ def _execute(ctx: Context, action: Action) -> list[str]:
             event.spec_version,
             first_slot=event.first_slot,
             legacy_id=event.legacy_id,
+            created_at=event.created_at,
         )
         written.append(result.id)
+    for name, params in action.row_changes:
+        changed = ctx.conn.execute(sql.load(name), {"run_id": run_id, **params}).fetchall()
+        verb = name.rpartition("/")[2]
+        if len(changed) != 1:
+            raise Refused(f"state moved: {verb} changed {len(changed)} rows")
+        written.append(f"row:{changed[0][0]}:{verb}")
     if action.fail_jobs:
         failed = ctx.conn.execute(
             sql.load("repair/fail_jobs"),
@@ -467,7 +520,7 @@ def _audit(ctx: Context, finding: Finding, reason: str, action: Action, written:
             "code": finding.code,
             "run_id": ctx.run["id"],
             "entity_id": finding.entity_id,
-            "event_ids": [w for w in written if not w.startswith("job:")],
+            "event_ids": [w for w in written if not w.startswith(("job:", "row:"))],
             "details": Jsonb(
                 {"actions": action.describe(), "written": written, "finding": finding.detail}
             ),

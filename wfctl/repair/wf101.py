@@ -2,6 +2,7 @@
 
 from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, NewEvent, Repair
+from wfctl.repair.placement import place_creation
 from wfctl.world import codec
 
 
@@ -13,7 +14,8 @@ class AppendStepCreated(Repair):
         step = ctx.row("step", step_id=finding.entity_id)
         data = {"stepName": step["step_name"], "input": codec.decode(step["input_cbor"])}
         spec = step["spec_version"] if step["spec_version"] is not None else ctx.run_spec_version()
-        return Action(events=[NewEvent("step_created", finding.entity_id, data, spec)])
+        event, notes = place_creation(ctx, NewEvent("step_created", finding.entity_id, data, spec))
+        return Action(events=[event], notes=notes)
 
 
 REPAIR = AppendStepCreated()

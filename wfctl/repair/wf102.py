@@ -2,6 +2,7 @@
 
 from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, NewEvent, Refused, Repair, utc
+from wfctl.repair.placement import place_creation
 
 
 class AppendWaitCreated(Repair):
@@ -14,7 +15,8 @@ class AppendWaitCreated(Repair):
             raise Refused("the wait row has no resume_at to rebuild wait_created from")
         spec = wait["spec_version"] if wait["spec_version"] is not None else ctx.run_spec_version()
         data = {"resumeAt": utc(wait["resume_at"])}
-        return Action(events=[NewEvent("wait_created", finding.entity_id, data, spec)])
+        event, notes = place_creation(ctx, NewEvent("wait_created", finding.entity_id, data, spec))
+        return Action(events=[event], notes=notes)
 
 
 REPAIR = AppendWaitCreated()

@@ -4,6 +4,7 @@ from typing import Any
 
 from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, NewEvent, Refused, Repair, utc
+from wfctl.repair.placement import place_terminal
 from wfctl.world import codec
 
 
@@ -24,7 +25,10 @@ class AppendStepOutcome(Repair):
         else:
             raise Refused(f"state moved: the step is now {step['status']}")
         spec = step["spec_version"] if step["spec_version"] is not None else ctx.run_spec_version()
-        return Action(events=[NewEvent(kind, finding.entity_id, data, spec)])
+        # Placed before any entity created after the completion (see wfctl.repair.placement).
+        done_at = step["completed_at"] if kind != "step_retrying" else step["updated_at"]
+        event, notes = place_terminal(ctx, NewEvent(kind, finding.entity_id, data, spec), done_at)
+        return Action(events=[event], notes=notes)
 
 
 REPAIR = AppendStepOutcome()

@@ -4,6 +4,7 @@ from typing import Any
 
 from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, NewEvent, Refused, Repair
+from wfctl.repair.placement import place_terminal
 from wfctl.world import codec
 
 
@@ -25,9 +26,12 @@ class AppendWaitCompleted(Repair):
         else:
             notes.append("no wait_created event (WF102): resumeAt omitted, as the runtime allows")
         spec = wait["spec_version"] if wait["spec_version"] is not None else ctx.run_spec_version()
-        return Action(
-            events=[NewEvent("wait_completed", finding.entity_id, data or None, spec)], notes=notes
+        event, placed = place_terminal(
+            ctx,
+            NewEvent("wait_completed", finding.entity_id, data or None, spec),
+            wait["completed_at"],
         )
+        return Action(events=[event], notes=notes + placed)
 
 
 REPAIR = AppendWaitCompleted()

@@ -1,10 +1,16 @@
-"""WF121: complete a half-created run: marker and/or run_created rebuilt from the run row."""
+"""WF121: complete a half-created run: marker and/or run_created rebuilt from the run row.
+
+In a slot-era world the evidence decides what the run was meant to be (slotlog.is_slot_run):
+a slot run gets its marker and run_created at slot 1, its other events renumbered behind it
+when it has any (--allow-rewrite); a legacy run gets run_created with a wevt_ id placed before
+its first event, and no marker."""
 
 from typing import Any
 
 from ulid import ULID
 
 from wfctl.doctor.base import Finding
+from wfctl.repair import slotlog
 from wfctl.repair.base import Action, Context, NewEvent, Refused, Repair
 from wfctl.world import codec, ids
 
@@ -29,13 +35,14 @@ class CompleteRunCreation(Repair):
             data["encryptionPublicKey"] = run["encryption_public_key"]
         spec = int(run["spec_version"]) if str(run["spec_version"] or "").isdigit() else None
         event = NewEvent("run_created", None, data, spec)
-        if ctx.world.has_event_slots and "no slot marker" in finding.detail:
-            if bounds["events"]:
-                raise Refused(
-                    "the run already has events: restoring its marker means renumbering them "
-                    "(--allow-rewrite; not available in this version)"
-                )
-            return Action(marker=True, events=[] if has_run_created else [_first(event)])
+        if ctx.world.has_event_slots:
+            events = slotlog.read_events(ctx)
+            marked = slotlog.is_marked(ctx)
+            if slotlog.is_slot_run(ctx, events, marked):
+                if not events:  # nothing to renumber: what the fixed world's creation writes
+                    return Action(marker=not marked, events=[_first(event)])
+                # The restart shape, or a marked run whose slot 1 went to another event.
+                return slotlog.plan(ctx, self.code, run_created=None if has_run_created else data)
         if has_run_created:
             raise Refused("state moved: run_created exists now")
         first_id = bounds["first_id"]

@@ -219,13 +219,24 @@ Outcome = Pending | Completed | Failed | Diverged | Finished
 DIVERGENCE_CODE = "REPLAY_DIVERGENCE"
 
 
+def short_name(step_name: str) -> str:
+    """`step//py:shop.flows//charge` -> `shop.flows.charge` (workflows alike): for messages
+    and tables, which already say "step" (the full name stays in the data: its identity)."""
+    kind, sep, rest = step_name.partition("//")
+    if not sep or kind not in ("step", "workflow"):
+        return step_name
+    module, sep, function = rest.rpartition("//")
+    module = module.removeprefix("py:")
+    return f"{module}.{function}" if sep and module else rest
+
+
 class StepFailedError(Exception):
     """Raised inside a workflow when a step failed for good (its error is carried along)."""
 
     def __init__(self, step_name: str, error: Any) -> None:
         detail = error if not isinstance(error, dict) else error.get("message", error)
         name = error.get("name", "Error") if isinstance(error, dict) else "Error"
-        super().__init__(f"step {step_name} failed: {name}: {detail}")
+        super().__init__(f"step {short_name(step_name)} failed: {name}: {detail}")
         self.step_name = step_name
         self.error = error
 
@@ -244,6 +255,7 @@ class _Request:
     name: str = ""  # step name or hook token
     input: bytes = b""
     max_retries: int = 0
+    aliases: tuple[str, ...] = ()  # steps: older names of this step a log may hold
     resume_at: datetime | None = None
     metadata: bytes | None = None
     future: asyncio.Future[Any] | None = None
@@ -333,10 +345,12 @@ class Engine:
         self._order.append(req)
         return req
 
-    def call_step(self, name: str, input_bytes: bytes, max_retries: int) -> asyncio.Future[Any]:
+    def call_step(
+        self, name: str, input_bytes: bytes, max_retries: int, aliases: tuple[str, ...] = ()
+    ) -> asyncio.Future[Any]:
         corr = self._next_corr("step")
         fut = self._loop.create_future()
-        self._register(_Request("step", corr, name, input_bytes, max_retries, future=fut))
+        self._register(_Request("step", corr, name, input_bytes, max_retries, aliases, future=fut))
         return fut
 
     def sleep_until(self, resume_at: datetime) -> asyncio.Future[Any]:
@@ -469,7 +483,9 @@ class Engine:
         if req is None:
             return
         name = (event.data or {}).get("stepName")
-        if name != req.name:
+        if name in req.aliases:
+            req.name = name  # a run logged under an older name keeps it (its step row has it)
+        elif name != req.name:
             self._diverge(
                 event, f"the code asked for step {req.name!r} where the log recorded {name!r}:"
             )

@@ -7,8 +7,9 @@ of steps done.
 
 Transactions per sequential step: ONE, in ONE round trip. The step's completion is fed to the
 engine with its final event id before anything is sent; the workflow advances to its next
-step; then BEGIN, guard, unseen-event check, the completion, the next step's creation and
-start, and the COMMIT go out together. The events' `created_at` is that transaction's now():
+step; then the guard, the completion, the next step's creation and start and one events
+INSERT (which also refuses events this executor has not seen) go out together as one
+implicit transaction. The events' `created_at` is that transaction's now():
 the engine gets it after the round trip (`stamp`), or, if the workflow reads the clock first,
 from `Tx.clock()`, which opens the transaction before the workflow continues (one more round
 trip). The completion is durable before the next step's code runs; nothing is ever committed
@@ -34,7 +35,7 @@ import psycopg
 
 from wfctl.runtime import engine as eng
 from wfctl.runtime import serde, tracing
-from wfctl.runtime.api import FatalError, RetryableError, WorkflowDef, Workflows
+from wfctl.runtime.registry import FatalError, RetryableError, WorkflowDef, Workflows
 from wfctl.runtime.store import (
     TERMINAL,
     AlreadyExists,
@@ -104,12 +105,16 @@ def create(
     workflow: WorkflowDef,
     args: list[Any],
     *,
+    kwargs: dict[str, Any] | None = None,
     run_id: str | None = None,
     idempotency_key: str | None = None,
     conn: psycopg.Connection[Any] | None = None,
     queue: str | None = None,
 ) -> Created:
-    """Start a run: one transaction (run row, slot marker, run_created[, queue row])."""
+    """Start a run: one transaction (run row, slot marker, run_created[, queue row]).
+
+    The arguments are bound to the workflow's signature first (`ArgumentsError`, nothing
+    written); an existing `run_id` of the same workflow is returned as it is."""
     own = conn is None
     conn = conn or _default_connection(workflow.registry)
     try:
@@ -117,13 +122,13 @@ def create(
         run_id = run_id or ids.prefixed("wrun")
         existing = store.read_run(run_id)
         if existing is not None:
-            if existing.name != workflow.name:
+            if existing.name != workflow.name and existing.name not in workflow.aliases:
                 raise ValueError(f"run {run_id} exists and belongs to workflow {existing.name}")
             return Created(run_id, existing.status, existing=True)
         return store.create_run(
             run_id,
             workflow.name,
-            workflow.encode_input(args),
+            workflow.encode_input(args, kwargs),
             idempotency_key=idempotency_key,
             queue=queue,
         )
@@ -151,6 +156,7 @@ class Executor:
         *,
         log: Callable[[str], None] | None = None,
         stop: Callable[[], bool] | None = None,
+        on_blocked: Callable[[str], None] | None = None,
         on_step: Callable[[float, bool], None] | None = None,
     ) -> None:
         self.registry = registry
@@ -158,6 +164,9 @@ class Executor:
         self.on_step = on_step
         self.store = store
         self.log = log or (lambda _m: None)
+        # Told each time the run blocks on a sleep, a hook or a retry delay, with nothing
+        # uncommitted (`wfctl run` says what the run waits on and how to continue it).
+        self.on_blocked = on_blocked
         # Asked between steps (a worker shutting down): commit what is done, start nothing
         # new, and return the run as `running` (next_due = now) for another driver.
         self.stop = stop
@@ -272,6 +281,8 @@ class Executor:
                 results = self._execute(to_run)
                 continue
             # Blocked on a wait, a hook or a retry delay.
+            if self.on_blocked is not None:
+                self.on_blocked(run_id)
             if not wait:
                 return Done(run_id, "running", next_due=next_due)
             if deadline is not None and time.monotonic() >= deadline:
@@ -395,7 +406,7 @@ class Executor:
                 delta = ra if isinstance(ra, timedelta) else timedelta(seconds=float(ra))
                 retry_after = datetime.now(UTC) + delta
         else:
-            step = self.registry.steps.get(cmd.step_name)
+            step = self.registry.step_by_name(cmd.step_name)
             if step is not None and step.backoff:
                 delay = step.backoff * 2 ** max(0, res.attempt - 1)
                 retry_after = datetime.now(UTC) + timedelta(seconds=delay)
@@ -407,7 +418,7 @@ class Executor:
         """Run the started steps (concurrently when several); results in finish order."""
         if len(to_run) == 1:
             cmd, attempt = to_run[0]
-            step = self.registry.steps.get(cmd.step_name)
+            step = self.registry.step_by_name(cmd.step_name)
             if step is not None and not step.is_async and step.timeout is None:
                 return self._observed([self._run_sync(cmd, attempt)])
         loop = self._aloop or asyncio.new_event_loop()
@@ -440,7 +451,7 @@ class Executor:
 
     def _run_sync_body(self, cmd: eng.StartStep, attempt: int) -> _Result:
         res = _Result(cmd, attempt)
-        step = self.registry.steps.get(cmd.step_name)
+        step = self.registry.step_by_name(cmd.step_name)
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
@@ -462,7 +473,7 @@ class Executor:
 
     async def _run_async_body(self, cmd: eng.StartStep, attempt: int) -> _Result:
         res = _Result(cmd, attempt)
-        step = self.registry.steps.get(cmd.step_name)
+        step = self.registry.step_by_name(cmd.step_name)
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")

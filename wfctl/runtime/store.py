@@ -16,9 +16,10 @@ Each transition writes its entity row change and its event together, through the
 
 Several transitions may share one transaction (a step's completion and the next step's start
 commit together: one commit per sequential step). A `Tx` sends its statements in libpq's
-pipeline mode (`wire.py`): `flush(commit=True)` sends BEGIN, guard, unseen check, the rows,
-one events INSERT and COMMIT in one round trip; `settle()` hands the queued events to the
-executor before that (ids allocated here; `created_at` known after, or via `clock()`).
+pipeline mode (`wire.py`): `flush(commit=True)` of an unopened transaction sends guard, the
+rows and one events INSERT (which also makes the unseen check) in one round trip, as the
+pipeline's implicit transaction (no BEGIN/COMMIT statements); `settle()` hands the queued
+events to the executor before that (ids allocated here; `created_at` known after, or via `clock()`).
 Guards raise inside the server (messages starting `wfctl guard`), so a pipelined transaction
 that violates one aborts whole instead of committing half.
 
@@ -339,10 +340,11 @@ class Tx:
     and its unseen-event check proves nothing newer exists, and the insert refuses if that
     changed. `settle()` hands back the queued events as they will be written, without a
     round trip, so the executor can feed a step's completion to the workflow and queue what
-    follows; the whole transaction (BEGIN, guard, unseen check, rows, one events INSERT,
-    COMMIT) then goes out in one round trip. The events' `created_at` is the transaction's
-    now(), returned by the guard; a workflow that reads the clock before that asks
-    `clock()`, which opens the transaction first (one more round trip).
+    follows; the whole transaction (guard, rows, one events INSERT that also makes the
+    unseen check; an implicit transaction) then goes out in one round trip. The events'
+    `created_at` is the transaction's now(), returned by the guard; a workflow that reads
+    the clock before that asks `clock()`, which opens the transaction first (one more round
+    trip).
     """
 
     store: Store
@@ -355,7 +357,9 @@ class Tx:
     _now: datetime | None = None  # the transaction's created_at, once it is open
     _now_naive: datetime | None = None  # the same, as the column holds it
     _failure: Exception | None = None  # kept by clock(), raised by check()
+    _base: str | None = None  # `floor` when the first queued event got its id
     _begun: bool = False
+    _explicit: bool = True  # opened with BEGIN (else one implicit transaction per batch)
     _closed: bool = False
     written: list[Event] = field(default_factory=list)
 
@@ -506,11 +510,20 @@ class Tx:
     def empty(self) -> bool:
         return not self._ops and not self._events
 
-    def _begin_batch(self) -> list[tuple[str | bytes, dict[str, Any] | None]]:
-        batch: list[tuple[str | bytes, dict[str, Any] | None]] = [
-            (b"BEGIN", None),
-            ("runtime/guard_run", {"run_id": self.run_id}),
-        ]
+    def _begin_batch(
+        self, *, explicit: bool = True, unseen: bool = True
+    ) -> list[tuple[str | bytes, dict[str, Any] | None]]:
+        """The statements that open the transaction: [BEGIN,] guard, [seqscan off,] unseen
+        check. Without `explicit` (a whole transaction sent in one batch) there is no BEGIN
+        and no COMMIT: the statements of one pipeline Sync run as ONE implicit transaction
+        (the extended protocol's rule), which an error rolls back whole and the Sync commits,
+        two statements fewer per step. Without `unseen` the events INSERT of the same batch
+        makes the unseen check itself (see `flush`)."""
+        batch: list[tuple[str | bytes, dict[str, Any] | None]] = (
+            [(b"BEGIN", None)] if explicit else []
+        )
+        self._explicit = explicit
+        batch.append(("runtime/guard_run", {"run_id": self.run_id}))
         if not self.store.slots:
             # A beta.29-shaped world has no (run_id, id) index on events, so "an event of
             # this run after id X" reads a short window of the primary key from X (the
@@ -519,12 +532,20 @@ class Tx:
             # then grew with every event. Every statement of a runtime transaction is an
             # index lookup or an insert, so plans made inside one never want a scan.
             batch.append((b"SET LOCAL enable_seqscan = off", None))
-        if self.floor is not None:
-            unseen = (
+        seen = self._seen
+        if unseen and seen is not None:
+            check = (
                 "runtime/unseen_events" if self.store.slots else "runtime/unseen_events_windowed"
             )
-            batch.append((unseen, {"run_id": self.run_id, "floor": self.floor}))
+            batch.append((check, {"run_id": self.run_id, "floor": seen}))
         return batch
+
+    @property
+    def _seen(self) -> str | None:
+        """The newest event id the executor had fed when this transaction's ids were chosen
+        (`floor` moves on to the ids `settle()` assigns; an event of another writer between
+        the two must still count as unseen)."""
+        return self._base if self._ids else self.floor
 
     def _send(self, batch: list[tuple[str | bytes, dict[str, Any] | None]]) -> list[Result]:
         self._begun = True
@@ -540,6 +561,8 @@ class Tx:
     def _assign(self) -> None:
         """Give every queued event without one its id (continuing from `floor`)."""
         writer = self.store.writer
+        if not self._ids:
+            self._base = self.floor
         for _ in range(len(self._ids), len(self._events)):
             self.floor = writer.next_event_id(self.scheme, self.floor)
             self._ids.append(self.floor)
@@ -547,7 +570,7 @@ class Tx:
     def _take_now(self, results: list[Result]) -> None:
         """The guard's row (second statement of the opening batch) carries the
         transaction's now(): the `created_at` of every event of this transaction."""
-        rows = results[1].rows  # BEGIN, guard, ...
+        rows = results[1 if self._explicit else 0].rows  # [BEGIN,] guard, ...
         if not rows:  # no run row: the statements that follow the guard refuse instead
             return
         self._now_naive = datetime.fromisoformat(str(rows[0][1]))
@@ -597,8 +620,9 @@ class Tx:
 
     def flush(self, *, commit: bool = False) -> list[Event]:
         """Send the queued statements (one round trip); with `commit`, end the transaction.
-        An unopened transaction is opened in the same round trip (BEGIN, guard, unseen check
-        first), and `now` is set.
+        An unopened transaction is opened in the same round trip (guard first; BEGIN and the
+        unseen check unless `commit` makes it one implicit transaction whose events INSERT
+        checks), and `now` is set.
 
         Returns the events written by this flush that `settle()` had not returned yet, in
         log order. On any failure the whole transaction is rolled back and the error
@@ -608,7 +632,13 @@ class Tx:
         self.check()
         assert not self._closed, "transaction already ended"
         opening = not self._begun
-        batch = self._begin_batch() if opening else []
+        # A whole transaction in one batch with events whose ids follow a known floor: the
+        # events INSERT's guard checks "no event of the run after the floor" itself, under the
+        # guard's row lock and with a snapshot taken after it (a later statement), which is
+        # exactly the unseen check: one statement fewer per step. An unseen event then
+        # raises PositionTaken instead of Unseen; the executor replays on both.
+        fold = opening and commit and bool(self._events) and self.floor is not None
+        batch = self._begin_batch(explicit=not commit, unseen=not fold) if opening else []
         batch.extend(self._ops)
         events = self._events
         settled = len(self._ids)
@@ -621,11 +651,15 @@ class Tx:
             else:
                 self._assign()
                 statement = self.store.writer.batch_statement(
-                    self.run_id, events, scheme=self.scheme, new_ids=self._ids
+                    self.run_id,
+                    events,
+                    scheme=self.scheme,
+                    new_ids=self._ids,
+                    after=self._base if fold else None,
                 )
             at = len(batch)
             batch.append((statement.sql_name, statement.params))
-        if commit:
+        if commit and self._explicit:
             batch.append((b"COMMIT", None))
         results = self._send(batch) if batch else []
         if opening:

@@ -170,20 +170,13 @@ class Pipeline:
                         plan.append(None)
                         continue
                     p = prepared(item)
-                    values: list[bytes | None] = []
-                    formats: list[int] = []
-                    types: list[int] = []
                     assert params is not None
-                    for key in p.params:
-                        v, f, t = encode(params[key])
-                        values.append(v)
-                        formats.append(f)
-                        types.append(t)
+                    encoded = [encode(params[key]) for key in p.params]
                     if p.name not in self._prepared and p.name not in sent:
-                        pg.send_prepare(p.name, p.text, types)
+                        pg.send_prepare(p.name, p.text, [e[2] for e in encoded])
                         sent.add(p.name)
                         plan.append(p.name)
-                    pg.send_query_prepared(p.name, values, formats)
+                    pg.send_query_prepared(p.name, [e[0] for e in encoded], [e[1] for e in encoded])
                     plan.append(None)
                 pg.pipeline_sync()
                 raw = conn.wait(_exchange(pg))

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from wfctl.runtime.api import Workflows
 from wfctl.runtime.executor import Executor
+from wfctl.runtime.registry import Workflows
 from wfctl.runtime.store import TERMINAL, Store
 from wfctl.worker import queue as q
 from wfctl.world import ids
@@ -68,7 +68,9 @@ class Worker:
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.worker_id = f"{self.host}:{self.pid}:{ids.prefixed('wkr')[4:]}"
-        self.names = sorted(registry.workflows)
+        # Claims match a run's stored workflow name against these: every workflow's name and
+        # the unambiguous names earlier versions gave it (registry: "Names").
+        self.names = registry.served_names()
         self._stopping = threading.Event()
         self._done = threading.Event()
         self._cond = threading.Condition()
@@ -114,6 +116,7 @@ class Worker:
             queue=cfg.queue,
             concurrency=cfg.concurrency,
             lease=cfg.lease,
+            workflows=self.names,
         )
 
     def run(self) -> None:
@@ -128,8 +131,14 @@ class Worker:
         gc.freeze()
         self.log(
             f"wfctl worker: {self.worker_id} serving queue {cfg.queue!r} "
-            f"({len(self.names)} workflow(s), concurrency {cfg.concurrency}, lease {cfg.lease:g}s)"
+            f"({len(self.registry.workflows)} workflow(s), concurrency {cfg.concurrency}, "
+            f"lease {cfg.lease:g}s)"
         )
+        # The names runs must carry to be taken here: when a run waits in `worker status`
+        # as "no live worker serves", compare its name with these lines.
+        for wdef in sorted(self.registry.workflows.values(), key=lambda w: w.name):
+            also = f" (also {', '.join(wdef.aliases)})" if wdef.aliases else ""
+            self.log(f"wfctl worker: serves {wdef.name}{also}")
         side = [
             threading.Thread(target=self._listen, name="wfctl-listen", daemon=True),
             threading.Thread(target=self._heartbeat, name="wfctl-heartbeat", daemon=True),

@@ -83,6 +83,7 @@ def register(
     queue: str,
     concurrency: int,
     lease: float,
+    workflows: list[str],
 ) -> None:
     conn.execute(
         sql.load("worker/register"),
@@ -93,6 +94,7 @@ def register(
             "queue": queue,
             "concurrency": concurrency,
             "lease": lease,
+            "workflows": workflows,
         },
     )
 
@@ -135,9 +137,16 @@ def next_ready(conn: psycopg.Connection[Any], *, queue: str, names: list[str]) -
 
 
 def status(conn: psycopg.Connection[Any]) -> dict[str, Any]:
-    """Live workers, per-queue depth, oldest ready run, runs past their lease."""
+    """Live workers, per-queue depth, oldest ready run, runs past their lease, and ready runs
+    whose workflow no live worker serves (None before revision w0005 recorded the names)."""
     with conn.cursor(row_factory=dict_row) as cur:
         workers = cur.execute(sql.load("worker/status_workers")).fetchall()
         queues = cur.execute(sql.load("worker/status_queues")).fetchall()
         past = cur.execute(sql.load("worker/past_lease")).fetchall()
-    return {"workers": workers, "queues": queues, "past_lease": past}
+        named = cur.execute(sql.load("worker/has_served_names")).fetchone()
+        unserved = (
+            cur.execute(sql.load("worker/status_unserved")).fetchall()
+            if named and next(iter(named.values()))
+            else None
+        )
+    return {"workers": workers, "queues": queues, "past_lease": past, "unserved": unserved}

@@ -9,10 +9,13 @@ can be kept as data (`wfctl/data/catalog_<era>.json`) and checked against the re
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql as pgsql
 from psycopg.rows import dict_row
 
 from wfctl import sql
@@ -61,42 +64,162 @@ def describe(conn: psycopg.Connection[Any], schemas: tuple[str, ...] = WORLD_SCH
     return {"enums": enums, "tables": tables, "sequences": sequences}
 
 
-def diff(expected: Catalog, actual: Catalog) -> list[str]:
+@dataclass(frozen=True)
+class Difference:
+    """One way a live catalog differs from the expected one.
+
+    `change` is `missing` (expected, absent), `unexpected` (present, not expected) or
+    `changed`; `kind` is enum/table/column/constraint/index/sequence; `name` is qualified
+    (`workflow.workflow_hooks.claimed_from`, `workflow.workflow_events:<index>`). `known` names
+    the upstream migration whose effect this is (see `wfctl.world.newer`), else "".
+    """
+
+    change: str
+    kind: str
+    name: str
+    text: str
+    known: str = ""
+    # For a changed column: [name, type, not_null, default] as found and as expected.
+    have: tuple[Any, ...] | None = None
+    want: tuple[Any, ...] | None = None
+
+
+# Decides whether two differently printed index definitions on one table mean the same:
+# (schema.table, expected definition, actual definition) -> same meaning?
+SameIndex = Callable[[str, str, str], bool]
+
+
+def diff(expected: Catalog, actual: Catalog, same_index: SameIndex | None = None) -> list[str]:
     """Human-readable differences, one line each; empty when the catalogs are identical."""
-    out: list[str] = []
-    _diff_keys(out, "enum", expected["enums"], actual["enums"])
+    return [d.text for d in differences(expected, actual, same_index)]
+
+
+def differences(
+    expected: Catalog, actual: Catalog, same_index: SameIndex | None = None
+) -> list[Difference]:
+    """Every difference, structured; index definitions that differ only in how the server
+    printed them are equal when `same_index` (see `server_equivalence`) says so."""
+    out: list[Difference] = []
+    _diff_keys(out, "enum", "enum", expected["enums"], actual["enums"])
     for name in sorted(set(expected["enums"]) & set(actual["enums"])):
         if expected["enums"][name] != actual["enums"][name]:
             out.append(
-                f"enum {name}: labels {actual['enums'][name]} != expected {expected['enums'][name]}"
+                Difference(
+                    "changed",
+                    "enum",
+                    name,
+                    f"enum {name}: labels {actual['enums'][name]} "
+                    f"!= expected {expected['enums'][name]}",
+                )
             )
-    _diff_keys(out, "table", expected["tables"], actual["tables"])
+    _diff_keys(out, "table", "table", expected["tables"], actual["tables"])
     for name in sorted(set(expected["tables"]) & set(actual["tables"])):
         exp, act = expected["tables"][name], actual["tables"][name]
         exp_cols = {c[0]: c for c in exp["columns"]}
         act_cols = {c[0]: c for c in act["columns"]}
-        _diff_keys(out, f"column {name}.", exp_cols, act_cols, join="")
+        _diff_keys(out, "column", f"column {name}.", exp_cols, act_cols, join="", scope=name)
         for col in sorted(set(exp_cols) & set(act_cols)):
             if exp_cols[col] != act_cols[col]:
+                have, want = _col(act_cols[col]), _col(exp_cols[col])
+                text = f"column {name}.{col}: {have} != expected {want}"
                 out.append(
-                    f"column {name}.{col}: {_col(act_cols[col])} != expected {_col(exp_cols[col])}"
+                    Difference(
+                        "changed",
+                        "column",
+                        f"{name}.{col}",
+                        text,
+                        have=tuple(act_cols[col]),
+                        want=tuple(exp_cols[col]),
+                    )
                 )
         shared = [c for c in (c[0] for c in exp["columns"]) if c in act_cols]
         if [c for c in (c[0] for c in act["columns"]) if c in exp_cols] != shared:
-            out.append(f"table {name}: column order differs")
+            out.append(Difference("changed", "table", name, f"table {name}: column order differs"))
         for kind in ("constraints", "indexes"):
             label = kind[:-1] if kind == "constraints" else "index"
-            _diff_keys(out, f"{label} {name}:", exp[kind], act[kind], join=" ")
+            _diff_keys(out, label, f"{label} {name}:", exp[kind], act[kind], join=" ", scope=name)
             for obj in sorted(set(exp[kind]) & set(act[kind])):
-                if exp[kind][obj] != act[kind][obj]:
-                    out.append(
-                        f"{label} {name}:{obj}: {act[kind][obj]!r} != expected {exp[kind][obj]!r}"
-                    )
-    _diff_keys(out, "sequence", expected["sequences"], actual["sequences"])
+                want, have = exp[kind][obj], act[kind][obj]
+                if want == have or (
+                    kind == "indexes" and same_index is not None and same_index(name, want, have)
+                ):
+                    continue
+                text = f"{label} {name}:{obj}: {have!r} != expected {want!r}"
+                out.append(Difference("changed", label, f"{name}:{obj}", text))
+    _diff_keys(out, "sequence", "sequence", expected["sequences"], actual["sequences"])
     for name in sorted(set(expected["sequences"]) & set(actual["sequences"])):
         if expected["sequences"][name] != actual["sequences"][name]:
-            out.append(f"sequence {name}: differs")
+            out.append(Difference("changed", "sequence", name, f"sequence {name}: differs"))
     return out
+
+
+def compare(conn: psycopg.Connection[Any], era: str) -> list[Difference]:
+    """The live catalog against `era`'s, by meaning: what the server prints differently but
+    means the same is equal, and what later upstream migrations add is labelled `known`."""
+    from wfctl.world import newer  # data about upstream releases, kept beside the catalog
+
+    found = differences(expected(era), describe(conn), server_equivalence(conn))
+    return [newer.classify(d) for d in found]
+
+
+def server_equivalence(conn: psycopg.Connection[Any]) -> SameIndex:
+    """Index definitions compared by meaning, on the server that holds them.
+
+    Why: PostgreSQL prints an expression back the way it stored the parse tree, and the tree
+    depends on how the SQL was written. The package's migration writes `type IN ('a', ...)`
+    on a varchar column, stored as a cast of a varchar ARRAY to text[]; pg_dump prints that
+    as `ANY ((ARRAY['a'::character varying, ...])::text[])`, and restoring that text parses
+    it into an ARRAY of per-element casts, printed `ANY (ARRAY[('a'::character varying)::text,
+    ...])` (seen on 14-18). Same index, different text: a text comparison calls every
+    restored world drifted.
+
+    How: the parts outside the predicate (name, uniqueness, method, columns) must match as
+    text; the two predicates are each planned by the server as a select-list expression on
+    the index's own table with `EXPLAIN (VERBOSE)`, and compared as the planner prints them.
+    The planner folds constant casts and constant ARRAYs into one constant (both forms above
+    become `'{a,...}'::text[]`), so equal meanings print equally, by PostgreSQL's own rules
+    rather than by a normaliser of ours that would need to know every major's printing.
+    EXPLAIN without ANALYZE executes nothing and is allowed in a READ ONLY transaction and on a
+    standby, which is where doctor runs; building the expected index in a scratch table would
+    need a writable primary. Each probe runs in a savepoint: an expected predicate naming a
+    column the live table lacks simply compares unequal. An INVALID index never compares
+    equal (it is reported as such).
+    """
+
+    def same(table: str, want: str, have: str) -> bool:
+        want_head, want_pred = _split_predicate(want)
+        have_head, have_pred = _split_predicate(have)
+        if want_head != have_head or want_pred is None or have_pred is None:
+            return False
+        if have.endswith(INVALID_MARK) or want.endswith(INVALID_MARK):
+            return False
+        try:
+            with conn.transaction():
+                return _planned(conn, table, want_pred) == _planned(conn, table, have_pred)
+        except psycopg.Error:
+            return False
+
+    return same
+
+
+INVALID_MARK = " [INVALID]"
+
+
+def _split_predicate(definition: str) -> tuple[str, str | None]:
+    """`CREATE ... (cols) WHERE (pred)` -> (head, pred); pg_get_indexdef puts WHERE last."""
+    head, sep, pred = definition.partition(" WHERE ")
+    return (head, pred) if sep else (definition, None)
+
+
+def _planned(conn: psycopg.Connection[Any], table: str, predicate: str) -> str:
+    schema, _, name = table.partition(".")
+    query = pgsql.SQL(sql.load("world/planned_expression")).format(
+        expression=pgsql.SQL(predicate),  # server-printed SQL, not user input
+        table=pgsql.Identifier(schema, name),
+    )
+    lines = [row[0] for row in conn.execute(query).fetchall()]
+    outputs = [line.strip() for line in lines if line.strip().startswith("Output:")]
+    return outputs[0] if outputs else "\n".join(lines)
 
 
 def _col(col: list[Any]) -> str:
@@ -106,12 +229,22 @@ def _col(col: list[Any]) -> str:
 
 
 def _diff_keys(
-    out: list[str], label: str, expected: dict[str, Any], actual: dict[str, Any], join: str = " "
+    out: list[Difference],
+    kind: str,
+    label: str,
+    expected: dict[str, Any],
+    actual: dict[str, Any],
+    join: str = " ",
+    scope: str = "",
 ) -> None:
-    for name in sorted(set(expected) - set(actual)):
-        out.append(f"missing {label}{join}{name}")
-    for name in sorted(set(actual) - set(expected)):
-        out.append(f"unexpected {label}{join}{name}")
+    sep = ":" if kind in ("constraint", "index") else "."
+    for change, names in (
+        ("missing", sorted(set(expected) - set(actual))),
+        ("unexpected", sorted(set(actual) - set(expected))),
+    ):
+        for name in names:
+            qualified = f"{scope}{sep}{name}" if scope else name
+            out.append(Difference(change, kind, qualified, f"{change} {label}{join}{name}"))
 
 
 def expected(era: str) -> Catalog:

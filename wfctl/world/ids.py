@@ -7,8 +7,10 @@ for a run's whole life: `wevt_<ULID>` (legacy, beta.29) or `evnt_` + 26 zero-pad
 
 from __future__ import annotations
 
+import os
 import re
 import threading
+import time
 from datetime import datetime
 
 from ulid import ULID
@@ -83,24 +85,76 @@ def wait_correlation_id(run_id: str, wait_id: str) -> str:
     return wait_id[len(prefix) :]
 
 
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+# Ten bits per table entry: a 128-bit ULID is 13 lookups (the top entry carries 8 bits).
+_PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
+_PAIR_VALUES = {pair: i for i, pair in enumerate(_PAIRS)}
+_SHIFTS = tuple(range(120, -1, -10))
+_MAX_ULID = (1 << 128) - 1
+_RANDOM_BITS = 80
+# A fallback id is `floor + 1 + r`, r uniform below 2**_STEP_BITS (see MonotonicUlid).
+_STEP_BITS = 64
+
+
+def ulid_text(value: int) -> str:
+    """The 26-character Crockford text of a 128-bit ULID value (python-ulid's `str(ULID)`,
+    without building a ULID object: minting is on the runtime's per-step path)."""
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
+
+
+def ulid_value(text: str) -> int:
+    """Inverse of `ulid_text`; `text` must be a valid ULID (`is_ulid`)."""
+    value = 0
+    for i in range(0, 26, 2):
+        value = (value << 10) | _PAIR_VALUES[text[i : i + 2]]
+    return value
+
+
 class MonotonicUlid:
     """ULIDs strictly increasing within one process, like the package's `monotonicFactory`.
 
     A legacy run's log is read in id order, so an appended event must sort after every
     existing id; `after` lets a caller force that.
+
+    Uniqueness. Use the ONE process-wide instance, `EVENT_ULIDS` (every `EventWriter` does):
+    its ids strictly increase under a lock, so no two ids minted in a process can be equal,
+    however many threads or runs mint at once. (Each worker slot used to hold a generator
+    of its own whose `floor + 1` fallback landed on ids another slot minted in the same
+    millisecond: python-ulid's own `ULID()` is monotonic per process, +1 per call.)
+
+    Across processes (several `wfctl worker`s, hosts, repairs beside a worker) nothing is
+    shared, so uniqueness is probabilistic, as for any ULID: a fresh id has 80 random bits
+    from `os.urandom`, and when the clock has not passed the floor (same millisecond, or a
+    floor minted on a host whose clock runs ahead) the id is `floor + 1 + r` with r drawn
+    from 64 random bits, not `floor + 1`, so two processes continuing from one floor (a run
+    handed from one worker to another) do not meet either. Two ids of different processes
+    are equal with probability about 2**-64 per pair minted in the same millisecond; a
+    collision would be refused by the events' primary key and the transaction replayed.
     """
 
     def __init__(self) -> None:
         self._last: int = 0
-        self._lock = threading.Lock()  # repairs run on several threads
+        self._last_text: str = ""
+        self._lock = threading.Lock()  # slots, repairs and heartbeats run on many threads
 
     def next(self, after: str | None = None) -> str:
-        value = int(ULID())
+        """A ULID greater than every one minted before and than `after` (a ULID text)."""
+        fresh = (time.time_ns() // 1_000_000) << _RANDOM_BITS | int.from_bytes(os.urandom(10))
         with self._lock:
             floor = self._last
-            if after and is_ulid(after):
-                floor = max(floor, int(ULID.from_str(after)))
+            if after and after != self._last_text and is_ulid(after):
+                floor = max(floor, ulid_value(after))
+            value = fresh
             if value <= floor:
-                value = floor + 1
-            self._last = value
-        return str(ULID.from_int(value))
+                value = floor + 1 + int.from_bytes(os.urandom(_STEP_BITS // 8))
+                if value > _MAX_ULID:
+                    value = floor + 1
+                    if value > _MAX_ULID:
+                        raise ValueError("ULID space exhausted after " + ulid_text(floor))
+            text = ulid_text(value)
+            self._last, self._last_text = value, text
+        return text
+
+
+EVENT_ULIDS = MonotonicUlid()
+"""The process's one generator of event ULIDs (see MonotonicUlid: uniqueness)."""

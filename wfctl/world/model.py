@@ -128,7 +128,10 @@ def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
         unknown_migrations=unknown,
     )
     if with_drift and world.present:
-        world.drift = catalog.diff(catalog.expected(_drift_baseline(era)), catalog.describe(conn))
+        world.drift = [
+            d.text + (f" (upstream {d.known})" if d.known else "")
+            for d in catalog.compare(conn, _drift_baseline(era))
+        ]
     return world
 
 

@@ -116,7 +116,9 @@ class EventWriter:
     """Appends events for one world; `slots` says whether the world has slot markers."""
 
     slots: bool
-    clock: ids.MonotonicUlid = field(default_factory=ids.MonotonicUlid)
+    # The process-wide generator: writers of different slots/threads must never mint one id
+    # twice (ids.MonotonicUlid, "Uniqueness"). Tests may pass their own.
+    clock: ids.MonotonicUlid = field(default=ids.EVENT_ULIDS)
 
     def scheme(self, conn: psycopg.Connection[Any], run_id: str, *, lock: bool = True) -> str:
         """`slot` or `legacy` for this run, read (and the marker share-locked) in the tx.
@@ -159,12 +161,15 @@ class EventWriter:
         *,
         first_slot: bool = False,
         legacy_id: str | None = None,
+        created_at: datetime | None = None,
     ) -> Written:
         """Insert one event in the caller's transaction; `AlreadyExists` for a duplicate creation.
 
         `first_slot` writes the literal slot 1 (a run's run_created, right after its marker);
         `legacy_id` places an event of a legacy run at a chosen position (a restored
-        run_created must sort before the run's first event).
+        run_created must sort before the run's first event; a restored completion before the
+        first event that depended on it), with `created_at` between its neighbours' (the
+        replay clock reads it), else the database's now().
         """
         scheme, newest = ("slot", None) if first_slot else self._read_scheme(conn, run_id, True)
         if legacy_id is not None and scheme != "legacy":
@@ -182,7 +187,7 @@ class EventWriter:
             if scheme == "legacy" and legacy_id is None:
                 floor = newest[5:] if newest else None
                 legacy_id_now = ids.LEGACY_EVENT_PREFIX + self.clock.next(after=floor)
-            row = self._insert(conn, scheme, params, first_slot, legacy_id_now)
+            row = self._insert(conn, scheme, params, first_slot, legacy_id_now, created_at)
             if row is not None:
                 return Written(row[0], row[1], scheme)
             if event_type in CREATION_TYPES:
@@ -233,6 +238,7 @@ class EventWriter:
         first_slot: bool = False,
         floor: str | None = None,
         new_ids: Sequence[str] | None = None,
+        after: str | None = None,
     ) -> BatchStatement:
         """The statement `append_batch` sends (SQL file and parameters), for a caller that
         sends it itself (the runtime's lean pipeline). Same ids, same payload bytes; its rows
@@ -241,7 +247,9 @@ class EventWriter:
         `new_ids`: ids the caller already allocated with `next_event_id` (one per event, in
         order, continuing the run's log from the newest id the caller knows). The statement
         then inserts exactly those ids and raises (aborting the transaction) if the run
-        holds any id at or after the first of them, in both schemes."""
+        holds any id at or after the first of them, in both schemes. With `after` (the newest
+        id the caller has seen, before `new_ids[0]`), it raises if the run holds any id after
+        `after`: the caller's unseen-event check, made by the INSERT itself."""
         if scheme not in ("slot", "legacy"):
             raise ValueError(f"unknown event id scheme {scheme!r}")
         if first_slot and scheme != "slot":
@@ -265,7 +273,7 @@ class EventWriter:
                 "writer/insert_events_with_ids"
                 if self.slots
                 else "writer/insert_events_with_ids_windowed",
-                {**params, "ids": list(new_ids), "min_id": new_ids[0]},
+                {**params, "ids": list(new_ids), "min_id": self._successor(after, new_ids[0])},
                 scheme,
                 len(events),
             )
@@ -284,6 +292,19 @@ class EventWriter:
             len(events),
         )
 
+    @staticmethod
+    def _successor(after: str | None, first: str) -> str:
+        """The smallest id of `after`'s scheme that sorts after `after` (so "an id >= it" is
+        "an id after `after`"), or `first` when `after` is not given."""
+        if after is None:
+            return first
+        slot = ids.event_slot(after)
+        if slot is not None:
+            return ids.slot_event_id(slot + 1)
+        if ids.is_legacy_event_id(after):
+            return ids.LEGACY_EVENT_PREFIX + ids.ulid_text(ids.ulid_value(after[5:]) + 1)
+        raise ValueError(f"{after!r} is not an event id")
+
     def next_event_id(self, scheme: str, after: str | None) -> str:
         """The id of the event that follows `after` (the run's newest event id) in a run's log:
         the next slot for a slot-numbered run (what `insert_events_at_next_slots` computes
@@ -296,8 +317,35 @@ class EventWriter:
             return ids.slot_event_id((slot or 0) + 1)
         if scheme != "legacy":
             raise ValueError(f"unknown event id scheme {scheme!r}")
-        prev = after[5:] if after and ids.is_legacy_event_id(after) else None
+        # `next` validates the floor (and skips parsing it when it is its own last id).
+        prev = after[5:] if after and after.startswith(ids.LEGACY_EVENT_PREFIX) else None
         return ids.LEGACY_EVENT_PREFIX + self.clock.next(after=prev)
+
+    def insert_at_slot(
+        self,
+        conn: psycopg.Connection[Any],
+        run_id: str,
+        slot: int,
+        event_type: str,
+        event_data: dict[str, Any] | None,
+        spec_version: int | None,
+    ) -> Written:
+        """Insert one event at a chosen, free slot of a slot-numbered run: a rebuilt
+        run_created at slot 1 or a `noop` filler in a hole (the slot-log rewrite of
+        wfctl.repair.slotlog, which has already made the position free). `PositionTaken` if
+        a concurrent writer holds it."""
+        params = {
+            "run_id": run_id,
+            "id": ids.slot_event_id(slot),
+            "type": event_type,
+            "correlation_id": None,
+            "payload_cbor": codec.encode(event_data) if event_data is not None else None,
+            "spec_version": spec_version,
+        }
+        row = conn.execute(sql.load("writer/insert_event_with_id"), params).fetchone()
+        if row is None:
+            raise PositionTaken(f"slot {slot} of run {run_id} is taken")
+        return Written(str(row[0]), row[1], "slot")
 
     def _insert(
         self,
@@ -306,9 +354,15 @@ class EventWriter:
         params: dict[str, Any],
         first: bool,
         legacy_id: str | None,
+        created_at: datetime | None = None,
     ) -> tuple[str, datetime] | None:
         if scheme == "slot" and not first:
             row = conn.execute(sql.load("writer/insert_event_at_next_slot"), params).fetchone()
+        elif created_at is not None and legacy_id is not None:
+            row = conn.execute(
+                sql.load("writer/insert_event_with_id_at"),
+                {**params, "id": legacy_id, "created_at": created_at},
+            ).fetchone()
         else:
             event_id = ids.slot_event_id(1) if first else legacy_id
             row = conn.execute(

@@ -14,6 +14,8 @@
 //        (the client mints run ids, so a fault trigger can name the run before it exists)
 //   GET  /judge/stats                               flow deliveries per run: started, answered
 //   GET  /judge/run?runId=..                        status, and the hydrated return value
+//   POST /judge/resume {token, payload}             resumeHook(token, payload)
+//   POST /judge/cancel {runId}                      getRun(runId).cancel()
 // JSON lines on stdout: {"delivery": ...} when a flow delivery arrives, {"flow": ...} when it
 // is answered (with the status and body), {"ready": true} once up.
 import http from 'node:http';
@@ -27,7 +29,7 @@ process.env.WORKFLOW_TARGET_WORLD ??= '@workflow/world-postgres';
 process.env.WORKFLOW_LOCAL_BASE_URL ??= `http://127.0.0.1:${port}`;
 
 const { getWorld } = await import('workflow/runtime');
-const { start, getRun } = await import('workflow/api');
+const { start, getRun, resumeHook } = await import('workflow/api');
 const flow = await import(pathToFileURL(path.join(here, '.well-known/workflow/v1/flow.mjs')).href);
 
 const log = (obj) =>
@@ -106,6 +108,14 @@ const server = http.createServer(async (req, res) => {
       reply(res, 200, stats);
     } else if (url.pathname === '/judge/run') {
       reply(res, 200, await runInfo(url.searchParams.get('runId')));
+    } else if (url.pathname === '/judge/resume' && req.method === 'POST') {
+      const { token, payload } = JSON.parse((await readBody(req)).toString());
+      const hook = await resumeHook(token, payload);
+      reply(res, 200, { runId: hook.runId, hookId: hook.hookId });
+    } else if (url.pathname === '/judge/cancel' && req.method === 'POST') {
+      const { runId } = JSON.parse((await readBody(req)).toString());
+      await getRun(runId).cancel();
+      reply(res, 200, { runId });
     } else if (url.pathname === '/judge/start' && req.method === 'POST') {
       const { workflowId, args, runUlid } = JSON.parse((await readBody(req)).toString());
       nextRunUlid = runUlid ?? null;

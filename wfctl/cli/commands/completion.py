@@ -1,4 +1,4 @@
-"""`wfctl completion SHELL`: print a static completion script (no shell detection).
+"""`wfctl completion SHELL`: print the completion script for SHELL (no shell detection).
 
 The script is fixed text that asks wfctl itself for candidates at completion time
 (`_WFCTL_COMPLETE=complete_<shell>`), so it never goes stale as commands are added. The

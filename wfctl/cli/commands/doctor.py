@@ -50,7 +50,11 @@ def doctor_command(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="Samples kept per check.")] = 5,
     attempt_threshold: Annotated[
-        int, typer.Option("--attempt-threshold", help="WF131: continuation attempts that alarm.")
+        int,
+        typer.Option(
+            "--attempt-threshold",
+            help="Ignored (kept for scripts): WF131 judges progress, not attempt counts.",
+        ),
     ] = 100,
     job_prefix: Annotated[
         str,
@@ -216,7 +220,7 @@ def _render(output: Output, fmt: Format, report: doctor.Report) -> str:
         return doctor_render.prometheus(report)
     if fmt is Format.NAGIOS:
         return doctor_render.nagios(report)
-    output.table(doctor_render.HEADERS, doctor_render.rows(report))
+    output.table(doctor_render.HEADERS, doctor_render.rows(report), optional=("sample runs",))
     return "\n".join(doctor_render.details(report))
 
 
@@ -236,11 +240,29 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _explain(output: Output, check: Check) -> None:
+    """The explanation of one code, in the invocation's format (text or json)."""
+    fmt = output.require(Format.TEXT, Format.PLAIN, Format.MARKDOWN, Format.JSON)
     e = check.explanation
+    if fmt is Format.JSON:
+        output.json(
+            {
+                "code": check.code,
+                "title": check.title,
+                "severity": check.severity.value,
+                "meaning": e.meaning,
+                "why_stuck": e.why_stuck,
+                "cause": e.cause,
+                "repair": e.repair,
+                "remedy": check.remedy,
+            }
+        )
+        return
     output.data(
         "\n".join(
             [
                 f"{check.code}: {check.title} (severity {check.severity.value})",
+                "Upstream rule(s):  "
+                + (", ".join(check.upstream_rules) or "none (no upstream consistency rule)"),
                 "",
                 f"What it means:  {e.meaning}",
                 "",

@@ -49,7 +49,7 @@ def resume_hook(
         except json.JSONDecodeError as exc:
             raise UsageError(f"JSON is not valid: {exc}") from None
     data = serde.dumps(payload, "a hook payload")
-    with runtime_store(st, allow_node_peer=True) as store:
+    with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         try:
             run_id, hook_id = store.resume_hook(token, data)
         except LookupError as exc:

@@ -6,18 +6,25 @@ from typing import Any
 
 import psycopg
 import typer
+from psycopg import errors as pgerrors
+from psycopg.rows import dict_row
 
+from wfctl import sql
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format
+from wfctl.connection import embedded
 from wfctl.connection.db import connect, query_error, read_only
+from wfctl.doctor import registry, specs
 from wfctl.world import model
 
 
 @app.command()
 def info(ctx: typer.Context) -> None:
-    """Show the resolved connection, the server, and what kind of world it holds.
+    """Show the resolved connection, the server, what kind of world it holds, and the spec
+    versions of its runs and events with what doctor checks for each.
 
-    Read-only: one READ ONLY transaction over the catalog and drizzle's bookkeeping table.
+    Read-only: one READ ONLY transaction over the catalog, drizzle's bookkeeping table and a
+    count of runs and events per spec version (a scan of the events table).
     Exit 0 for a world wfctl understands, 3 for no world or an unknown shape.
 
     [bold]Examples[/bold]
@@ -31,12 +38,15 @@ def info(ctx: typer.Context) -> None:
         try:
             with read_only(conn):
                 world = model.inspect(conn)
+                versions = _spec_versions(conn) if world.present else []
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "inspecting the world") from None
     report: dict[str, Any] = {
         "dsn_source": st.target.dsn.source,
         "dsn": st.target.dsn.masked,
+        "embedded": embedded.server_state().as_dict() if st.target.dsn.is_embedded else None,
         **world.as_dict(),
+        "spec_versions": versions,
     }
     if fmt is Format.JSON:
         st.output.json(report)
@@ -52,6 +62,11 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
         f"user {world.user!r}",
         f"world:        {world.kind}",
     ]
+    if report["embedded"]:
+        lines[1:1] = [
+            f"embedded:     {report['embedded']['dsn']}  (pid {report['embedded']['pid']};"
+            " it keeps running after wfctl exits: `wfctl embedded stop` stops it)"
+        ]
     if world.present:
         queue = "installed" if world.has_graphile else "not installed"
         lines += [
@@ -68,4 +83,53 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
             lines += [f"  - {d}" for d in world.drift]
         else:
             lines.append("catalog:      matches the expected catalog for this era")
+        lines += _spec_lines(report["spec_versions"])
     write("\n".join(lines))
+
+
+def _spec_versions(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """Runs and events per spec version, each with what doctor does for it (wfctl.doctor.specs).
+
+    A role that may not read the tables, or a world older than the spec_version columns, gets
+    the catalog facts and an `error` entry instead."""
+    codes = [c.code for c in registry.CHECKS]
+    try:
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(sql.load("world/spec_versions")).fetchall()
+    except pgerrors.InsufficientPrivilege as exc:
+        return [{"error": f"insufficient privilege: {str(exc).splitlines()[0]}"}]
+    except pgerrors.UndefinedColumn:  # a world older than migration 0006 (no spec_version)
+        return [{"error": "this world predates spec versions (migrations 0005/0006)"}]
+    out = []
+    for row in rows:
+        spec = specs.parse(row["spec"])
+        profile = specs.profile(spec, codes)
+        out.append(
+            {
+                "spec_version": row["spec"],
+                "name": profile.name,
+                "runs": row["runs"],
+                "expired_runs": row["expired_runs"],
+                "events": row["events"],
+                "doctor_skips": list(profile.skipped),
+                "notes": list(profile.notes),
+            }
+        )
+    return sorted(out, key=lambda v: (specs.parse(v["spec_version"]) or 0, v["spec_version"] or ""))
+
+
+def _spec_lines(versions: list[dict[str, Any]]) -> list[str]:
+    if not versions:
+        return ["spec versions: none (no runs or events yet)"]
+    if "error" in versions[0]:
+        return [f"spec versions: unknown ({versions[0]['error']})"]
+    lines = ["spec versions (runs keep the version they were created with):"]
+    for v in versions:
+        expired = f", {v['expired_runs']:,} emptied by retention" if v["expired_runs"] else ""
+        lines.append(
+            f"  spec {v['spec_version'] or 'none'} ({v['name']}): {v['runs']:,} runs{expired}, "
+            f"{v['events']:,} events"
+        )
+        skips = f"skips {', '.join(v['doctor_skips'])}" if v["doctor_skips"] else "runs every check"
+        lines.append(f"    doctor {skips}" + "".join(f"; {n}" for n in v["notes"]))
+    return lines

@@ -1,4 +1,4 @@
-"""`wfctl migrate`: the slot-era event key swap without blocking a live world (issue 5).
+"""`wfctl migrate`: the slot-era event key swap without blocking a live world.
 
 `wfctl migrate status` reports; `wfctl migrate --online` prepares (and with `--swap`
 performs) the swap. The logic lives in `wfctl.migrate`; this module parses and renders.
@@ -34,7 +34,7 @@ Exit: 0 done, 1 done with catalog drift, 2 refused (unknown package, duplicates,
 [bold]Examples[/bold]
   wfctl migrate status --package node_modules/@workflow/world-postgres
   wfctl migrate --online
-  wfctl migrate --online --swap --package node_modules/@workflow/world-postgres
+  wfctl migrate --online --swap --package DIR
   wfctl migrate --online --swap --package DIR --dry-run
   wfctl migrate --online --swap --package DIR --lock-timeout 500 --retries 20
 """  # noqa: E501 (one paragraph per line: rich wraps them)

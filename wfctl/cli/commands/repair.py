@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import timedelta
 from typing import Annotated, Any
@@ -17,8 +16,8 @@ from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError
-from wfctl.repair import runner
-from wfctl.world import model
+from wfctl.repair import runner, wf135
+from wfctl.world import bootstrap, model
 
 repair_app = typer.Typer(
     invoke_without_command=True,
@@ -57,7 +56,20 @@ def repair(
         bool, typer.Option("--force-min-age", help="Allow --min-age below 1 minute.")
     ] = False,
     allow_rewrite: Annotated[
-        bool, typer.Option("--allow-rewrite", help="Allow renumbering repairs (WF121b/122/123).")
+        bool,
+        typer.Option(
+            "--allow-rewrite",
+            help="Let WF121/WF122/WF123 renumber a slot run's event ids (ids only; payloads, "
+            "types, correlation ids and times are kept; never deletes an event).",
+        ),
+    ] = False,
+    allow_revive: Annotated[
+        bool,
+        typer.Option(
+            "--allow-revive",
+            help="Revive runs the runtime failed over a late step_started (WF141; with --all "
+            "or --run): re-order it, drop the run_failed, reopen and wake the run.",
+        ),
     ] = False,
     job_prefix: Annotated[
         str,
@@ -66,12 +78,22 @@ def repair(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", min=1, max=32, help="Runs repaired in parallel.")
     ] = 4,
+    unlock_older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--unlock-older-than",
+            metavar="AGE",
+            help="Release queue locks held longer than AGE, e.g. 30m (WF135; floor 5m). "
+            "Without --apply: only list them.",
+        ),
+    ] = None,
     unlock_dead_worker: Annotated[
         list[str] | None,
         typer.Option(
             "--unlock-dead-worker",
             metavar="WORKER_ID",
-            help="Release the jobs a worker you know is dead still holds (repeatable).",
+            help="Also release the locks of this worker, known dead, whatever their age "
+            "(repeatable).",
         ),
     ] = None,
 ) -> None:
@@ -80,14 +102,25 @@ def repair(
     Every repair locks the run and entity rows, re-checks its finding with doctor's own
     query, refuses while the finding is younger than --min-age or a queue job for the run is
     locked, numbers the event the way the run does (slot or wevt_), copies payload bytes
-    from the row, and writes an audit row. A dry run (the default) writes nothing. Exit 0
-    when every targeted finding is gone, 2 when any was refused or remains.
+    from the row, and writes an audit row (on a world wfctl never saw, --apply first creates
+    its audit table in schema `wfctl`, and nothing else). A lock left by a killed worker
+    (graphile frees it only after 4 h) is released first with --unlock-older-than AGE: the
+    dry run lists the locks older than AGE, the apply releases exactly those, re-checked and
+    audited (WF135). A dry run (the default) writes nothing. Exit 0 when every targeted
+    finding is gone, 2 when any was refused or remains.
+
+    --allow-rewrite lets WF121/WF122/WF123 renumber a slot run's event ids (damage no
+    append can heal): ids only, in replay order, under the run's row, event and job locks;
+    never a payload, type, correlation id or time, never a deletion.
 
     [bold]Examples[/bold]
       wfctl repair
       wfctl repair --only WF112 --run wrun_01J...
       wfctl repair --apply --reason "INC-42 wedged checkout runs" --yes
-      wfctl repair --apply --reason "INC-42" --yes --unlock-dead-worker worker-7f3a
+      wfctl repair --unlock-older-than 30m
+      wfctl repair --apply --reason "INC-42 worker OOM-killed" --yes --unlock-older-than 30m
+      wfctl repair --apply --reason "INC-43" --yes --all --only WF141 --allow-revive
+      wfctl repair --only WF121,WF122,WF123 --allow-rewrite
       wfctl repair log --run wrun_01J...
     """
     if ctx.invoked_subcommand is not None:
@@ -104,11 +137,7 @@ def repair(
         )
     if apply and not (reason and reason.strip()):
         raise UsageError("--apply needs --reason TEXT (it is kept in the audit log)")
-    if allow_rewrite:
-        raise RefusedError(
-            "--allow-rewrite (renumbering slot runs) is not available in this version",
-            hint="WF122/WF123 and the restart variant of WF121 are reported, not repaired",
-        )
+    unlock = _unlock_options(unlock_older_than, unlock_dead_worker, force_min_age)
     options = runner.RepairOptions(
         min_age=age,
         only=tuple(c.strip().upper() for item in only or () for c in item.split(",") if c),
@@ -117,6 +146,8 @@ def repair(
         limit=limit,
         job_prefix=job_prefix,
         workers=jobs,
+        allow_rewrite=allow_rewrite,
+        allow_revive=allow_revive,
     )
     with connect(st.target, autocommit=True) as conn:
         try:
@@ -125,8 +156,10 @@ def repair(
             world.require_known()
             if apply:
                 _preflight(st.output, world, yes)
-                if unlock_dead_worker:
-                    _unlock(st.output, conn, world, unlock_dead_worker)
+                if bootstrap.ensure_audit_schema(conn):
+                    st.output.message("created schema `wfctl` for the repair audit log")
+            if unlock is not None and not world.has_graphile:
+                raise UsageError("--unlock-older-than: graphile_worker is not installed here")
             report = runner.repair(
                 conn,
                 world,
@@ -134,6 +167,7 @@ def repair(
                 apply=apply,
                 reason=reason or "",
                 connect=lambda: connect(st.target, autocommit=True),
+                unlock=unlock,
             )
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "repairing") from None
@@ -142,11 +176,6 @@ def repair(
 
 
 def _preflight(output: Output, world: model.World, yes: bool) -> None:
-    if not world.has_wfctl:
-        raise RefusedError(
-            "this world has no `wfctl` schema for the repair audit log",
-            hint="run `wfctl bootstrap` once: it adopts the world and adds only wfctl's schema",
-        )
     if yes:
         return
     if not sys.stdin.isatty():
@@ -155,14 +184,21 @@ def _preflight(output: Output, world: model.World, yes: bool) -> None:
         raise typer.Exit(int(ExitStatus.INTERRUPTED))
 
 
-def _unlock(
-    output: Output, conn: psycopg.Connection[Any], world: model.World, workers: list[str]
-) -> None:
-    """graphile's force_unlock_workers for workers the operator declares dead."""
-    if not world.has_graphile:
-        raise UsageError("--unlock-dead-worker: graphile_worker is not installed here")
-    conn.execute(sql.load("repair/unlock_workers"), {"worker_ids": workers})
-    output.message(f"released the jobs held by {', '.join(workers)}")
+def _unlock_options(
+    older_than: str | None, workers: list[str] | None, force: bool
+) -> wf135.Unlock | None:
+    """The WF135 lock selector, with its floor (wf135.UNLOCK_FLOOR: a younger lock may belong
+    to a live delivery)."""
+    if older_than is None and not workers:
+        return None
+    age = parse_duration(older_than, "--unlock-older-than") if older_than is not None else None
+    if age is not None and age < wf135.UNLOCK_FLOOR and not force:
+        raise UsageError(
+            f"--unlock-older-than {older_than} is below the 5 minute floor",
+            hint="a live delivery can hold its lock for minutes; add --force-min-age if you "
+            "are sure every holder is gone",
+        )
+    return wf135.Unlock(age, tuple(w.strip() for w in workers or () if w.strip()))
 
 
 def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
@@ -216,7 +252,7 @@ def log(
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "reading the repair log") from None
     if fmt is Format.JSON:
-        st.output.data(json.dumps(entries, indent=2, default=str))
+        st.output.json(entries)
         return
     st.output.table(
         ("id", "at", "user", "code", "run", "entity", "events", "reason"),

@@ -17,12 +17,12 @@ import typer
 
 from wfctl import sql
 from wfctl.cli.app import State, app, state
-from wfctl.cli.output import Format
-from wfctl.connection.db import connect, query_error
+from wfctl.cli.output import Format, timestamp
+from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
 from wfctl.runtime import executor as ex
-from wfctl.runtime.api import WorkflowDef, Workflows
+from wfctl.runtime.registry import ArgumentsError, WorkflowDef, Workflows, file_module
 from wfctl.runtime.store import Store
 from wfctl.world import model
 
@@ -31,17 +31,36 @@ ALLOW_NODE_ENV = "WFCTL_ALLOW_NODE_PEER"
 
 @contextmanager
 def runtime_store(
-    st: State, *, allow_node_peer: bool = False, queue: bool = False
+    st: State,
+    *,
+    allow_node_peer: bool = False,
+    queue: bool = False,
+    reading: bool = False,
+    create_world: bool = True,
 ) -> Iterator[Store]:
     """A store on the resolved database (the embedded server, bootstrapped, when no DSN).
-    With `queue`, the worker's tables (wfctl's own branch) are added where missing."""
+    With `queue`, the worker's tables (wfctl's own branch) are added where missing.
+    With `reading` (runs list/show), nothing is ever written: no bootstrap, and the store
+    lives in one READ ONLY transaction, so a look at a fresh embedded server says "holds no
+    world" as `info` and `doctor` do. Without `create_world` (acting on an existing run or
+    hook), an embedded server without a world is refused rather than bootstrapped."""
+    if reading:
+        with connect(st.target, autocommit=True) as conn:
+            try:
+                with read_only(conn):
+                    world = model.inspect(conn, with_drift=False)
+                    world.require_known()
+                    yield Store(conn, slots=world.has_event_slots)
+            except psycopg.Error as exc:
+                raise query_error(exc, st.target, "reading runs") from None
+        return
     with connect(st.target, autocommit=True) as conn:
         try:
             # imported here: alembic/SQLAlchemy cost ~0.5 s that other commands never need
             from wfctl.world.bootstrap import bootstrap, ensure_worker_schema
 
             world = model.inspect(conn, with_drift=False)
-            if not world.present and st.target.dsn.is_embedded:
+            if not world.present and st.target.dsn.is_embedded and create_world:
                 st.output.message(
                     "wfctl: the embedded PostgreSQL holds no world yet: "
                     "creating a beta.29-shape one (wfctl bootstrap)"
@@ -52,7 +71,9 @@ def runtime_store(
             if not allow_node_peer and os.environ.get(ALLOW_NODE_ENV) != "1":
                 refuse_node_peer(conn)
             if queue and ensure_worker_schema(conn):
-                st.output.message("wfctl: added the worker's queue tables (schema wfctl)")
+                st.output.message(
+                    "wfctl: added or updated the worker's queue tables (schema wfctl)"
+                )
             yield Store(conn, slots=world.has_event_slots)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "running workflows") from None
@@ -106,23 +127,71 @@ def load_target(spec: str) -> WorkflowDef:
 
 
 def import_module(module_name: str) -> Any:
-    """A dotted module (from the working directory too) or a path to a .py file."""
+    """A dotted module (from the working directory too) or a path to a .py file.
+
+    A file is loaded under its module path (`registry.file_module`: `pkg/flows.py` in a
+    package directory is `pkg.flows`), the name a dotted import of it would give, so a
+    workflow's name does not depend on which of the two spellings was used."""
     try:
         if module_name.endswith(".py") or "/" in module_name:
             path = Path(module_name).resolve()
-            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            root, dotted = file_module(path)
+            if dotted in sys.modules and getattr(sys.modules[dotted], "__file__", None) == str(
+                path
+            ):
+                return sys.modules[dotted]
+            if "." in dotted:  # its packages, for the file's relative imports
+                if str(root) not in sys.path:
+                    sys.path.insert(0, str(root))
+                importlib.import_module(dotted.rpartition(".")[0])
+            mod_spec = importlib.util.spec_from_file_location(dotted, path)
             if mod_spec is None or mod_spec.loader is None:
                 raise ImportError(f"cannot load {path}")
             module = importlib.util.module_from_spec(mod_spec)
-            sys.modules[path.stem] = module
+            sys.modules[dotted] = module
             mod_spec.loader.exec_module(module)
         else:
             if os.getcwd() not in sys.path:
                 sys.path.insert(0, os.getcwd())
             module = importlib.import_module(module_name)
-    except (ImportError, OSError) as exc:
-        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # the operator's module: not found, or it raised at import
+        raise UsageError(
+            f"cannot import {module_name!r}: {type(exc).__name__}: {exc}".splitlines()[0],
+            hint="rerun with -v for the module's traceback",
+        ) from exc
     return module
+
+
+def parse_args(args_json: str | None) -> tuple[list[Any], dict[str, Any] | None]:
+    """ARGS: a JSON array (positional), a JSON object (keyword arguments), or one value (the
+    only positional argument). A workflow whose one parameter takes an object gets it by
+    passing `[{...}]`."""
+    if args_json is None:
+        return [], None
+    try:
+        parsed = json.loads(args_json)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"ARGS is not JSON: {exc}", hint="e.g. '[\"o-1\", 42]'") from None
+    if isinstance(parsed, list):
+        return parsed, None
+    if isinstance(parsed, dict):
+        return [], parsed
+    return [parsed], None
+
+
+def check_arguments(wdef: WorkflowDef, args: list[Any], kwargs: dict[str, Any] | None) -> None:
+    """Bind ARGS to the workflow's signature; a usage error naming its parameters."""
+    try:
+        wdef.bind(args, kwargs)
+    except ArgumentsError as exc:
+        raise _arguments_usage(wdef, exc) from None
+
+
+def _arguments_usage(wdef: WorkflowDef, exc: ArgumentsError) -> UsageError:
+    return UsageError(
+        f"ARGS do not fit {exc}",
+        hint=f"pass a JSON array in parameter order, or an object by name: {wdef.signature}",
+    )
 
 
 def _find(registry: Workflows, name: str) -> WorkflowDef:
@@ -167,7 +236,10 @@ def run_command(
     target: Annotated[str, typer.Argument(metavar="MODULE:WORKFLOW", help="What to run.")],
     args_json: Annotated[
         str | None,
-        typer.Argument(metavar="[ARGS]", help="Arguments as JSON: a list, or one value."),
+        typer.Argument(
+            metavar="[ARGS]",
+            help="Arguments as JSON: an array (by position), an object (by name), or one value.",
+        ),
     ] = None,
     run_id: Annotated[
         str | None, typer.Option("--id", help="Run id (wrun_<ULID>); an existing run resumes.")
@@ -206,10 +278,12 @@ def run_command(
     it stops when the run blocks on a sleep or a hook (resume it later with --id); with
     --detach it only starts the run and, in the same transaction, hands it to the workers
     of --queue (`wfctl worker`). Exit 0 completed (or left running), 2 failed or
-    cancelled, 3 could not start, 1 still running when --timeout expired.
+    cancelled, 3 could not start, 1 still running when --timeout expired, 64 ARGS that do
+    not fit the workflow's parameters (checked before the run is created: nothing written).
 
     [bold]Examples[/bold]
       wfctl run docs/examples/checkout.py:checkout '["order-1"]'
+      wfctl run docs/examples/checkout.py:checkout '{"order_id": "order-1"}'
       wfctl --format json run myapp.flows:checkout '["o-1"]' --wait --timeout 15m
       wfctl run myapp.flows:checkout '["o-1"]' --idempotency-key o-1 --detach
       wfctl run myapp.flows:checkout '["o-2"]' --detach --queue payments
@@ -223,23 +297,24 @@ def run_command(
         raise UsageError("--id and --idempotency-key exclude each other")
     limit = parse_duration(timeout).total_seconds() if timeout else None
     wdef = load_target(target)
-    args: list[Any] = []
-    if args_json:
-        try:
-            parsed = json.loads(args_json)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"ARGS is not JSON: {exc}") from None
-        args = parsed if isinstance(parsed, list) else [parsed]
+    args, kwargs = parse_args(args_json)
+    if args_json is not None or run_id is None:
+        # Before connecting: a run is never created with arguments its workflow cannot take
+        # (`--id` without ARGS may name an existing run, whose input is already stored).
+        check_arguments(wdef, args, kwargs)
     with runtime_store(st, allow_node_peer=allow_node_peer, queue=detach) as store:
         try:
             created = ex.create(
                 wdef,
                 args,
+                kwargs=kwargs,
                 run_id=run_id,
                 idempotency_key=idempotency_key,
                 conn=store.conn,
                 queue=queue if detach else None,
             )
+        except ArgumentsError as exc:  # a new --id run without (enough) ARGS
+            raise _arguments_usage(wdef, exc) from None
         except (ValueError, TypeError) as exc:  # bad input, SerializationError, wrong id
             raise WfctlError(f"could not start the run: {exc}", status=ExitStatus.UNKNOWN) from None
         if created.existing:
@@ -249,10 +324,56 @@ def run_command(
                 store.enqueue(created.run_id, wdef.name, queue)  # hand an existing run over
             report_done(st, ex.Done(created.run_id, created.status), created.existing)
             return
-        runner = ex.Executor(wdef.registry, store, log=st.output.debug)
+        again = f"wfctl run {target} --id {created.run_id} --wait"
+        if wait:
+            st.output.message(f"wfctl: run {created.run_id}: driving it to its end")
+        blocked = BlockedReporter(st, store, again if wait else "")
+        runner = ex.Executor(wdef.registry, store, log=st.output.debug, on_blocked=blocked)
         try:
             done = runner.drive(created.run_id, wait=wait, timeout=limit)
+        except KeyboardInterrupt:
+            st.output.message(
+                f"wfctl: run {created.run_id} is left as it was (durable); continue it with"
+                f" `{again}`"
+            )
+            raise
         finally:
             runner.close()
     report_done(st, done, created.existing)
+    if done.status in ("running", "pending"):
+        st.output.message(f"wfctl: run {done.run_id} is not finished; continue it with `{again}`")
     exit_for(done, wait)
+
+
+class BlockedReporter:
+    """Says on stderr, once per change, what a blocked run waits on and how it continues
+    (`again`: the command that picks the run up, when this process keeps waiting)."""
+
+    def __init__(self, st: State, store: Store, again: str) -> None:
+        self.st = st
+        self.store = store
+        self.again = again
+        self.last: list[str] = []
+
+    def __call__(self, run_id: str) -> None:
+        params = {"run_id": run_id}
+        waits = self.store.conn.execute(sql.load("runtime/run_waits"), params).fetchall()
+        hooks = self.store.conn.execute(sql.load("runtime/run_hooks"), params).fetchall()
+        lines = [
+            f"wfctl: run {run_id} waits for hook token {token!r}: deliver a payload with"
+            f" `wfctl hooks resume {token} JSON`"
+            for _, token, _ in hooks
+        ]
+        lines += [
+            f"wfctl: run {run_id} sleeps until {timestamp(resume_at)}"
+            for _, status, resume_at, _ in waits
+            if status == "waiting" and resume_at is not None
+        ]
+        if lines and lines != self.last:
+            for line in lines:
+                self.st.output.message(line)
+            if self.again:  # --wait: this process keeps waiting, say how to leave safely
+                self.st.output.message(
+                    f"wfctl: Ctrl-C leaves the run durable; continue it later with `{self.again}`"
+                )
+        self.last = lines

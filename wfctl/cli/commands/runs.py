@@ -21,13 +21,14 @@ from wfctl.cli.actions import (
 )
 from wfctl.cli.app import State, app, state
 from wfctl.cli.commands.run import runtime_store
-from wfctl.cli.output import Format
+from wfctl.cli.output import Format, timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
 from wfctl.ops import bulk, fork
 from wfctl.ops.progress import Throttled
 from wfctl.runtime import serde
+from wfctl.runtime.engine import short_name
 from wfctl.world import codec, model
 
 runs_app = typer.Typer(
@@ -78,7 +79,7 @@ def list_runs(
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.MARKDOWN, Format.JSON)
     if status is not None and status not in STATUSES:
         raise UsageError(f"unknown status {status!r}", hint=f"one of: {', '.join(STATUSES)}")
-    with runtime_store(st, allow_node_peer=True) as store:
+    with runtime_store(st, reading=True) as store:
         rows = store.conn.execute(
             sql.load("runtime/list_runs"), {"status": status, "name": name, "limit": limit}
         ).fetchall()
@@ -87,8 +88,8 @@ def list_runs(
             "id": r[0],
             "status": r[1],
             "name": r[2],
-            "created_at": str(r[3]),
-            "completed_at": str(r[4]) if r[4] else None,
+            "created_at": timestamp(store.aware(r[3])),
+            "completed_at": timestamp(r[4]),
             "error_code": r[5],
         }
         for r in rows
@@ -98,7 +99,10 @@ def list_runs(
         return
     st.output.table(
         ["id", "status", "workflow", "created", "error"],
-        [(i["id"], i["status"], i["name"], i["created_at"], i["error_code"] or "") for i in items],
+        [
+            (i["id"], i["status"], short_name(i["name"]), i["created_at"], i["error_code"])
+            for i in items
+        ],
     )
 
 
@@ -115,7 +119,7 @@ def show_run(
     """
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
-    with runtime_store(st, allow_node_peer=True) as store:
+    with runtime_store(st, reading=True) as store:
         run = store.read_run(run_id)
         if run is None:
             raise WfctlError(f"no run {run_id}", hint="`wfctl runs list` shows the runs")
@@ -130,8 +134,8 @@ def show_run(
         "workflow": run.name,
         "deployment_id": run.deployment_id,
         "spec_version": run.spec_version,
-        "created_at": str(run.created_at),
-        "completed_at": str(run.completed_at) if run.completed_at else None,
+        "created_at": timestamp(run.created_at),
+        "completed_at": timestamp(run.completed_at),
         "input": show_value(run.input),
         "output": show_value(run.output),
         "error": show_value(run.error),
@@ -145,21 +149,18 @@ def show_run(
                 "attempt": s[3],
                 "output": show_value(codec.decode(s[4])),
                 "error": show_value(codec.decode(s[5])),
-                "retry_after": str(s[6]) if s[6] else None,
+                "retry_after": timestamp(s[6]),
             }
             for s in steps
         ],
-        "waits": [
-            {"wait_id": w[0], "status": w[1], "resume_at": str(w[2]) if w[2] else None}
-            for w in waits
-        ],
+        "waits": [{"wait_id": w[0], "status": w[1], "resume_at": timestamp(w[2])} for w in waits],
         "hooks": [{"hook_id": h[0], "token": h[1]} for h in hooks],
         "events": [
             {
                 "id": e.id,
                 "type": e.type,
                 "correlation_id": e.correlation_id,
-                "created_at": e.created_at.isoformat(),
+                "created_at": timestamp(e.created_at),
                 "data": show_value(e.data),
             }
             for e in events
@@ -181,7 +182,10 @@ def show_run(
     if report["steps"]:
         st.output.table(
             ["step", "name", "status", "attempt"],
-            [(s["step_id"], s["name"], s["status"], s["attempt"]) for s in report["steps"]],
+            [
+                (s["step_id"], short_name(s["name"]), s["status"], s["attempt"])
+                for s in report["steps"]
+            ],
             title="steps",
         )
     if report["waits"] or report["hooks"]:
@@ -198,6 +202,7 @@ def show_run(
             for e in report["events"]
         ],
         title="events",
+        optional=("created",),
     )
 
 
@@ -251,7 +256,7 @@ def cancel_run(
         return
     if run_id is None:
         raise UsageError("give a RUN_ID, or --where KEY=VALUE to select runs")
-    with runtime_store(st, allow_node_peer=True) as store:
+    with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         try:
             before = store.cancel(run_id, reason)
         except LookupError as exc:

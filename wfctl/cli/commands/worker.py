@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from datetime import datetime
 from types import FrameType
 from typing import Annotated, Any
 
@@ -18,7 +17,7 @@ from wfctl.cli.output import Format
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import UsageError, WfctlError
-from wfctl.runtime.api import WorkflowDef, Workflows
+from wfctl.runtime.registry import WorkflowDef, Workflows
 from wfctl.worker import queue as q
 from wfctl.worker.daemon import Worker, WorkerConfig
 
@@ -120,11 +119,12 @@ def worker_command(
     runs back, exit 0 (a second signal exits at once); SIGKILL is safe.
 
     `wfctl worker status` lists the live workers (host, pid, started, runs held, last
-    heartbeat), the depth of each queue, its oldest ready run and the runs past their lease.
+    heartbeat), the depth of each queue, its oldest ready run, the runs past their lease, and
+    ready runs whose workflow no live worker serves (a worker logs the names it serves).
 
     [bold]Examples[/bold]
       wfctl worker myapp.flows
-      wfctl worker myapp.flows:wf --concurrency 16 --queue payments --limit checkout=4
+      wfctl worker myapp.flows:wf -c 16 --queue payments --limit checkout=4
       wfctl --dsn postgresql://ops@db/app worker docs/examples/checkout.py
       wfctl worker myapp.flows --metrics-port 9464
       wfctl worker status
@@ -223,7 +223,7 @@ def show_status(st: State) -> None:
                 w["host"],
                 w["pid"],
                 w["queue"],
-                _when(w["started_at"]),
+                w["started_at"],
                 w["held"],
                 w["concurrency"],
                 f"{w['heartbeat_age']:.1f}s ago",
@@ -231,6 +231,7 @@ def show_status(st: State) -> None:
             for w in report["workers"]
         ],
         title="live workers",
+        optional=("host", "pid", "queue", "concurrency", "started"),
     )
     st.output.table(
         ["queue", "ready", "scheduled", "parked", "leased", "past lease", "oldest ready"],
@@ -247,7 +248,23 @@ def show_status(st: State) -> None:
             for r in report["queues"]
         ],
         title="queues",
+        optional=("parked", "scheduled", "past lease"),
     )
+    if report["unserved"]:
+        st.output.table(
+            ["queue", "workflow", "ready runs", "oldest", "waiting"],
+            [
+                [
+                    r["queue"],
+                    r["workflow_name"],
+                    r["runs"],
+                    r["oldest_run"],
+                    f"{r['oldest_age']:.1f}s",
+                ]
+                for r in report["unserved"]
+            ],
+            title="ready runs no live worker serves (start a worker that imports the workflow)",
+        )
     if report["past_lease"]:
         st.output.table(
             ["run", "queue", "workflow", "owner", "overdue"],
@@ -263,7 +280,3 @@ def show_status(st: State) -> None:
             ],
             title="runs past their lease",
         )
-
-
-def _when(value: datetime) -> str:
-    return value.isoformat(timespec="seconds")

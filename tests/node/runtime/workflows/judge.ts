@@ -1,6 +1,6 @@
 // Workflows the judge tests drive with the real runtime (compiled by `wf build`).
 // Each returns a value the tests check, so a repaired run must really finish its code.
-import { sleep } from "workflow";
+import { createHook, sleep } from "workflow";
 
 async function add(a: number, b: number): Promise<number> {
   "use step";
@@ -31,4 +31,15 @@ export async function pair(x: number) {
   const a = await add(x, 1);
   const b = await add(a, 10);
   return { a, b };
+}
+
+// Repair placement: a step, then a hook the code creates only after the step returned. A
+// restored step_completed must sort before that hook_created for a replay to consume it.
+export async function approval(x: number) {
+  "use workflow";
+  const a = await add(x, 1);
+  const hook = createHook<{ ok: boolean }>({ token: `approve-${x}` });
+  const decision = await hook;
+  const b = await add(a, 10);
+  return { a, b, decision };
 }

@@ -1,0 +1,61 @@
+-- WF135 queue job held by a silent worker (§1.7; beta29-fault-behaviour "jobs locked by a
+-- worker that died"). graphile-worker 0.16.6 records a lock as two columns only,
+-- _private_jobs.locked_by (worker-<18 hex>, random per worker, not stored anywhere else) and
+-- locked_at; it has no worker registry or heartbeat, and its own sweep releases a lock only
+-- after 4 hours. Meanwhile every wfctl repair of the run is refused, because a locked job is the
+-- only visible sign of a live writer.
+-- A finding: a job for a run in scope, locked longer than --min-age, while the run's log has
+-- been silent for as long (a live delivery writes step/wait events as it goes). On beta.29 a
+-- delivery cannot hold its lock much past 300 s (undici's fetch deadline fails the job), so at
+-- the default --min-age a finding is a dead worker's lock; from beta.43 on deliveries have no
+-- deadline and a live inline step can hold a lock longer: the detail says what is known.
+-- Shown for the operator: who holds it, since when, the run's last event, and how many other
+-- client sessions are connected to the database (0: no worker process is connected at all).
+-- Released by `wfctl repair --apply --unlock-older-than AGE` (see wfctl/repair/wf135.py).
+-- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
+WITH runs AS (
+    SELECT r.id
+    FROM workflow.workflow_runs r
+    WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
+      AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
+),
+locked AS (
+    SELECT j.id, j.key, j.locked_by, j.locked_at, j.attempts, j.max_attempts,
+           convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId' AS run_id
+    FROM graphile_worker._private_jobs j
+    JOIN graphile_worker._private_tasks t ON t.id = j.task_id
+    WHERE t.identifier LIKE %(task)s
+      AND j.locked_at IS NOT NULL
+      AND j.payload ->> 'data' IS NOT NULL
+),
+sessions AS (
+    SELECT count(*) AS others
+    FROM pg_stat_activity a
+    WHERE a.datname = current_database()
+      AND a.backend_type = 'client backend'
+      AND a.pid <> pg_backend_pid()
+)
+SELECT l.run_id,
+       l.id::text AS entity_id,
+       l.locked_at::timestamp AS observed_at,
+       l.locked_at >= now() - %(min_age)s::interval AS in_flight,
+       format('job %%s (key %%s, attempt %%s of %%s) locked by %%s since %%s (%%s min); '
+              'last event of the run at %%s; %%s other client session(s) on this database%%s',
+              l.id, l.key, l.attempts, l.max_attempts, l.locked_by, l.locked_at,
+              floor(extract(epoch FROM now() - l.locked_at) / 60), coalesce(e.last::text, 'never'),
+              s.others,
+              CASE WHEN s.others = 0 THEN ': no worker is connected, the holder is dead'
+                   WHEN l.locked_at < now() - interval '4 hours'
+                       THEN ': past graphile''s 4 h reset, the next worker start frees it'
+                   ELSE '' END) AS detail
+FROM locked l
+JOIN runs r ON r.id = l.run_id
+CROSS JOIN sessions s
+LEFT JOIN LATERAL (
+    SELECT max(ev.created_at) AS last
+    FROM workflow.workflow_events ev
+    WHERE ev.run_id = l.run_id
+) e ON true
+WHERE e.last IS NULL OR e.last < localtimestamp - %(min_age)s::interval
+ORDER BY l.locked_at;

@@ -1,0 +1,59 @@
+-- WF148 a step row's attempt differs from its step_started events (upstream rule
+-- step.attempt-matches-log).
+-- Every start raises workflow_steps.attempt by one and journals one step_started in the same
+-- transaction (beta.29 plain and lazy start, and wfctl's runtime), so attempt = the number of
+-- step_started events of the step. A difference means rows and log were edited apart (a hand
+-- fix, a partial restore); the runtime budgets retries by the row's attempt, so a step may
+-- retry too often or too rarely. Legacy-spec runs (spec_version NULL or <= 1) are excepted.
+-- Read-only: which side is right cannot be known from the database.
+-- Age: the step's updated_at (JS clock) as an instant,
+-- to_timestamp(extract(epoch FROM x)): right for `timestamp` (UTC wall time) and `timestamptz`.
+-- params: live_only, run_ids, since, min_age.
+-- Performance: per-run totals first (one grouped pass over the step_started events, one over
+-- the steps, a row per run, not per step); only the runs whose totals differ are read per
+-- step. (Offsetting differences inside one run, +1 on a step and -1 on another, are missed.)
+WITH runs AS NOT MATERIALIZED (
+    SELECT r.id
+    FROM workflow.workflow_runs r
+    WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
+      AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
+      AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
+      AND r.spec_version ~ '^[0-9]+$' AND r.spec_version::int > 1
+),
+run_starts AS (
+    SELECT e.run_id, count(*) AS started
+    FROM runs r
+    JOIN workflow.workflow_events e ON e.run_id = r.id
+    WHERE e.type = 'step_started'
+    GROUP BY 1
+),
+run_attempts AS (
+    SELECT s.run_id, sum(s.attempt) AS attempts
+    FROM runs r
+    JOIN workflow.workflow_steps s ON s.run_id = r.id
+    GROUP BY 1
+),
+suspects AS (
+    SELECT a.run_id
+    FROM run_attempts a
+    LEFT JOIN run_starts st ON st.run_id = a.run_id
+    WHERE a.attempts <> coalesce(st.started, 0)
+),
+starts AS (
+    SELECT e.run_id, e.correlation_id, count(*) AS started
+    FROM suspects u
+    JOIN workflow.workflow_events e ON e.run_id = u.run_id
+    WHERE e.type = 'step_started'
+    GROUP BY 1, 2
+)
+SELECT s.run_id,
+       s.step_id AS entity_id,
+       s.updated_at AS observed_at,
+       to_timestamp(extract(epoch FROM s.updated_at)) >= now() - %(min_age)s::interval AS in_flight,
+       format('step %%s: attempt %%s, %%s step_started event(s)', s.step_name, s.attempt,
+              coalesce(st.started, 0)) AS detail
+FROM suspects u
+JOIN workflow.workflow_steps s ON s.run_id = u.run_id
+LEFT JOIN starts st ON st.run_id = s.run_id AND st.correlation_id = s.step_id
+WHERE s.attempt <> coalesce(st.started, 0)
+ORDER BY s.updated_at;

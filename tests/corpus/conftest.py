@@ -1,0 +1,244 @@
+"""Session fixtures of the corpus: each world is built once by the real runtime, moved through
+pg_dump/psql, and put on trial once (doctor, dry run, repair twice, the runtime); the tests
+then judge the recorded trial.
+
+Why one trial per world: a trial is a sequence (a repair changes the world the runtime then
+drives), each stage costs runtime or CLI starts, and CI's budget is minutes. The tests read
+the stage they judge from `Trial`, so each assertion fails (or is expected to fail) alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests import judge
+from tests.conftest import ROOT, Db, Server, _create_db
+from tests.corpus import snapshot
+from tests.corpus.worlds import TERMINAL, World, build_corpus, wait_idle
+from tests.realworld import read_back
+
+log = logging.getLogger("wfctl.corpus")  # stage timings: -o log_cli=true --log-cli-level=INFO
+# Liveness bound for the repaired runs to end under the runtime (not a speed assertion).
+RUNTIME_BOUND = 180.0
+FORCE = ("--min-age", "0s", "--force-min-age")
+
+
+@pytest.fixture(scope="session")
+def corpus_worlds(
+    pg_server: Server, real_template: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, World]:
+    """Both worlds, built once per session (see worlds.build_corpus)."""
+    folder, _ = judge.build_runtime()
+    return build_corpus(pg_server, real_template, folder, tmp_path_factory.mktemp("corpus"))
+
+
+# --- the trial ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Cli:
+    """One `python -m wfctl --format json ...` (the operator's command line)."""
+
+    status: int
+    report: Any  # the parsed JSON, None when it printed none
+    stderr: str
+
+
+def wfctl(dsn: str, *args: str) -> Cli:
+    env = {k: v for k, v in os.environ.items() if k not in ("WFCTL_DATABASE_URL", "DATABASE_URL")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.pop("WORKFLOW_POSTGRES_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "wfctl", "--dsn", dsn, "--format", "json", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    try:
+        report = json.loads(done.stdout) if done.stdout.strip() else None
+    except ValueError:
+        report = None
+    return Cli(done.returncode, report, done.stderr)
+
+
+def findings(report: Any) -> dict[str | None, set[str]]:
+    """{run id (None: not about a run): {codes}} from a doctor JSON report."""
+    out: dict[str | None, set[str]] = {}
+    for check in (report or {}).get("checks", []):
+        for sample in check.get("samples", []):
+            out.setdefault(sample.get("run_id"), set()).add(check["code"])
+    return out
+
+
+@dataclass
+class Trial:
+    """Everything one world's trial recorded, stage by stage."""
+
+    world: World
+    db: Db
+    statuses: dict[str, str | None] = field(default_factory=dict)
+    job_locks: list[tuple[str, str]] = field(default_factory=list)  # (run id, worker)
+    hop_keys: dict[str, list[str]] = field(default_factory=dict)  # run id -> job keys
+    doctor: Cli | None = None
+    before: dict[str, str] = field(default_factory=dict)
+    runs_before: dict[str, Any] = field(default_factory=dict)
+    dry: Cli | None = None
+    after_dry: dict[str, str] = field(default_factory=dict)
+    apply: Cli | None = None
+    after_apply: dict[str, str] = field(default_factory=dict)
+    runs_after_apply: dict[str, Any] = field(default_factory=dict)
+    apply2: Cli | None = None
+    after_apply2: dict[str, str] = field(default_factory=dict)
+    doctor_after: Cli | None = None
+    terminal_before: dict[str, Any] = field(default_factory=dict)
+    terminal_after: dict[str, Any] = field(default_factory=dict)
+    final: dict[str, str | None] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    resumed: dict[str, str] = field(default_factory=dict)  # run id -> error, if any
+    duplicates: dict[str, list[tuple[str, str | None, int]]] = field(default_factory=dict)
+    read: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runtime_log: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def unlock_args(self) -> list[str]:
+        return [a for w in self.world.dead_workers for a in ("--unlock-dead-worker", w)]
+
+
+def _state(trial: Trial) -> None:
+    """What the restored world holds before anything runs on it."""
+    ids = [r.run_id for r in trial.world.runs.values()]
+    with psycopg.connect(trial.db.dsn, autocommit=True) as conn:
+        for run_id, status in conn.execute(
+            "SELECT id, status::text FROM workflow.workflow_runs WHERE id = ANY(%s)", (ids,)
+        ).fetchall():
+            trial.statuses[run_id] = status
+        for run_id, key, locked_by in conn.execute(
+            f"SELECT {snapshot.JOB_RUN_ID}, j.key, j.locked_by"
+            " FROM graphile_worker._private_jobs j ORDER BY j.id"
+        ).fetchall():
+            if locked_by is not None:
+                trial.job_locks.append((run_id, locked_by))
+            if key and ":hop-" in key:
+                trial.hop_keys.setdefault(run_id, []).append(key)
+
+
+def _timed(trial: Trial, stage: str, args: tuple[str, ...]) -> Cli:
+    t0 = time.monotonic()
+    result = wfctl(trial.db.dsn, *args)
+    trial.seconds[stage] = time.monotonic() - t0
+    return result
+
+
+def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
+    """Doctor, dry run, apply, apply again, then the real runtime on the repaired world."""
+    dsn, world = trial.db.dsn, trial.world
+    all_ids = [r.run_id for r in world.runs.values()]
+    healthy_ids = list(world.healthy())
+    _state(trial)
+    trial.doctor = _timed(
+        trial, "doctor", ("doctor", "--all", "--min-age", "0s", "--limit", "1000")
+    )
+    repair = ("repair", "--all", *FORCE, *trial.unlock_args())
+    trial.before = snapshot.digests(dsn)
+    trial.runs_before = snapshot.run_rows(dsn, all_ids)
+    trial.dry = _timed(trial, "dry_run", repair)
+    trial.after_dry = snapshot.digests(dsn)
+    applying = (*repair, "--apply", "--yes", "--reason", "corpus trial")
+    trial.apply = _timed(trial, "apply", applying)
+    trial.after_apply = snapshot.digests(dsn)
+    trial.runs_after_apply = snapshot.run_rows(dsn, all_ids)
+    trial.apply2 = _timed(trial, "apply2", applying)
+    trial.after_apply2 = snapshot.digests(dsn)
+    trial.doctor_after = wfctl(dsn, "doctor", "--all", "--min-age", "0s", "--limit", "1000")
+
+    terminal = [r for r in healthy_ids if trial.statuses.get(r) in TERMINAL]
+    trial.terminal_before = snapshot.run_rows(dsn, terminal, jobs=False)
+    # The runtime drives only what the database holds (no startup re-enqueue): a repair
+    # that enqueued no wake-up must show as a run that never ends.
+    t0 = time.monotonic()
+    rt = judge.Runtime(dsn, log_dir, {"JUDGE_REENQUEUE": "0"}, name=world.name, folder=folder)
+    rt.start(timeout=120)
+    try:
+        repaired = trial.apply is not None and trial.apply.report is not None
+        waiting = [
+            r for r in world.runs.values() if r.end is not None and (repaired or not r.corrupt)
+        ]
+        for run in world.runs.values():
+            if run.resume is not None and (repaired or not run.corrupt):
+                try:
+                    rt.resume_hook(*run.resume)
+                except OSError as exc:
+                    trial.resumed[run.run_id] = str(exc)
+        deadline = time.monotonic() + RUNTIME_BOUND
+        for run in waiting:
+            with contextlib.suppress(TimeoutError):  # judged by the tests, run by run
+                judge.wait_for_status(
+                    dsn, run.run_id, set(TERMINAL), max(1.0, deadline - time.monotonic())
+                )
+        for run in world.runs.values():
+            trial.final[run.run_id] = judge.run_status(dsn, run.run_id)
+            if trial.final[run.run_id] == "completed":
+                trial.values[run.run_id] = rt.run_info(run.run_id).get("returnValue")
+    finally:
+        rt.stop()
+        trial.runtime_log = rt.log_text()[-20000:]
+    trial.seconds["runtime"] = time.monotonic() - t0
+    trial.terminal_after = snapshot.run_rows(dsn, terminal, jobs=False)
+    for run_id in all_ids:
+        trial.duplicates[run_id] = snapshot.duplicate_events(dsn, run_id)
+    t0 = time.monotonic()
+    trial.read = read_back(dsn, all_ids)
+    trial.seconds["read_back"] = time.monotonic() - t0
+    log.info("%s trial: %s", world.name, {k: round(v, 1) for k, v in trial.seconds.items()})
+    return trial
+
+
+class Trials:
+    """Each world's trial, run on first use and kept for the session. Why not a parametrized
+    session fixture: pytest keeps one cached value per fixture, so tests alternating between
+    worlds would re-run a trial (and its runtime) at every switch."""
+
+    def __init__(self, server: Server, worlds: dict[str, World], base: Path) -> None:
+        self.server = server
+        self.worlds = worlds
+        self.base = base
+        self.done: dict[str, Trial] = {}
+
+    def get(self, name: str) -> Trial:
+        if name not in self.done:
+            world = self.worlds[name]
+            wait_idle(self.server, world.template)
+            db = _create_db(self.server, world.template, prefix=f"corpus_{name}_trial")
+            folder, _ = judge.build_runtime()
+            log_dir = self.base / name
+            log_dir.mkdir()
+            self.done[name] = run_trial(Trial(world, db), folder, log_dir)
+        return self.done[name]
+
+
+@pytest.fixture(scope="session")
+def trials(
+    pg_server: Server,
+    corpus_worlds: dict[str, World],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Trials:
+    return Trials(pg_server, corpus_worlds, tmp_path_factory.mktemp("trials"))
+
+
+@pytest.fixture(params=["healthy", "faulted"])
+def trial(request: pytest.FixtureRequest, trials: Trials) -> Trial:
+    """The recorded trial of one world (parametrize indirectly to pick it)."""
+    return trials.get(request.param)

@@ -1,0 +1,188 @@
+"""Options every command takes after its name, and help that reads well at any width.
+
+Operators type `wfctl doctor --format json` and `wfctl runs list -o json` (kubectl, temporal)
+as often as the git/psql form `wfctl --format json doctor`. Rather than each command declaring
+`--format`/`--dsn` again (and a new command forgetting), `build()` turns the typer app into its
+click command tree and adds the same two options to every command and command group, with the
+global meaning: they override the global options of the same invocation. A new command gets
+them by being registered on `wfctl.cli.app.app` (or a sub-typer of it); nothing else to do.
+`NO_SHARED_OPTIONS` lists the commands that never connect or print data (`completion`).
+
+The same pass fixes the help of every command, present and future: boolean and counting flags
+show no value placeholder (typer prints `--no-color <bool>`, which reads as "takes a value"),
+value options show an upper-case placeholder (`--limit N`), and prose docstrings written with
+hard line breaks are re-flowed into paragraphs so rich wraps them cleanly at any width
+(indented lines such as examples keep their breaks).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Annotated, Any
+
+import typer
+import typer.main
+
+from wfctl.cli.app import DSN_HELP, FORMAT_FLAGS, FORMAT_HELP, State, app
+from wfctl.cli.output import Format
+from wfctl.connection.db import Target
+from wfctl.connection.dsn import resolve_dsn
+
+PANEL = "Global options (also accepted before the command)"
+NO_SHARED_OPTIONS = frozenset({"wfctl completion"})
+
+# typer's type labels -> the placeholder an operator expects (psql/pgcli/kubectl style)
+_PLACEHOLDERS = {
+    "str": "TEXT",
+    "int": "N",
+    "float": "NUMBER",
+    "Path": "PATH",
+    "list[str]": "TEXT",
+    "list[int]": "N",
+}
+
+
+def _root_state(ctx: typer.Context) -> State | None:
+    """The invocation's State, or None while completing (no global callback has run)."""
+    if ctx.resilient_parsing:
+        return None
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, State) else None
+
+
+def _late_format(ctx: typer.Context, value: Format | None) -> None:
+    """`COMMAND --format F`: the same as `wfctl --format F COMMAND`, and wins over it."""
+    st = _root_state(ctx)
+    if st is not None and value is not None:
+        st.output.format = value
+
+
+def _late_dsn(ctx: typer.Context, value: str | None) -> None:
+    """`COMMAND --dsn URL`: the same as `wfctl --dsn URL COMMAND`, and wins over it."""
+    st = _root_state(ctx)
+    if st is not None and value:
+        st.target = Target(resolve_dsn(value), st.target.timeouts)
+
+
+_carrier = typer.Typer(add_completion=False)
+
+
+def _late_option(*flags: str, metavar: str, help: str, callback: Any) -> Any:
+    """An option that only updates the State (no value reaches the command's function)."""
+    return typer.Option(
+        *flags,
+        metavar=metavar,
+        help=help,
+        callback=callback,
+        expose_value=False,
+        show_default=False,
+        rich_help_panel=PANEL,
+    )
+
+
+@_carrier.command()
+def _shared_options(
+    output_format: Annotated[
+        Format | None,
+        _late_option(*FORMAT_FLAGS, metavar="FORMAT", help=FORMAT_HELP, callback=_late_format),
+    ] = None,
+    dsn: Annotated[
+        str | None, _late_option("--dsn", metavar="DSN", help=DSN_HELP, callback=_late_dsn)
+    ] = None,
+) -> None:
+    """Carries the shared options: typer builds them once, `build()` attaches them."""
+
+
+def shared_params() -> list[Any]:
+    """The click parameters of `--format/-f/-o` and `--dsn`, as typer builds them."""
+    return list(typer.main.get_command(_carrier).params)
+
+
+def build() -> Any:
+    """The click command tree of `app` with shared options, placeholders and re-flowed help."""
+    root = typer.main.get_command(app)
+    shared = shared_params()
+    _visit(root, "wfctl", shared, is_root=True)
+    return root
+
+
+def _visit(command: Any, path: str, shared: list[Any], *, is_root: bool = False) -> None:
+    """Apply the shared options and help fixes to `command` and everything below it."""
+    if command.help:
+        command.help = reflow(command.help)
+    if not is_root and path not in NO_SHARED_OPTIONS:
+        taken = {opt for p in command.params for opt in getattr(p, "opts", ())}
+        for param in shared:
+            # a command's own flag wins (say `-o FILE`); the rest of the shared flags remain
+            free = [opt for opt in param.opts if opt not in taken]
+            if free and free != param.opts:
+                param = copy.copy(param)
+                param.opts = free
+            if free:
+                command.params.append(param)
+    for param in command.params:
+        placeholder(param)
+    command.get_help_option = _flag_help_option(command.get_help_option)
+    for name, sub in getattr(command, "commands", {}).items():
+        _visit(sub, f"{path} {name}", shared)
+
+
+def _flag_help_option(original: Any) -> Any:
+    """`--help` is built per context, outside `params`: strip its placeholder as it is made."""
+
+    def get_help_option(ctx: Any) -> Any:
+        option = original(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    return get_help_option
+
+
+def placeholder(param: Any) -> None:
+    """No placeholder on flags; an upper-case word on value options that name none; no
+    `<str>` type beside an argument (its name already is the placeholder)."""
+    kind = getattr(param, "param_type_name", "")
+    descriptor = getattr(param, "type_descriptor", None)
+    if kind == "argument" and descriptor is not None and not descriptor.is_choice:
+        param.display_type_rich = lambda ctx=None: None
+        return
+    if kind != "option" or param.metavar is not None:
+        return
+    if param.is_flag or param.count:
+        param.metavar = ""
+        return
+    if descriptor is None:
+        return
+    if descriptor.is_choice and descriptor.choices:
+        choices = "|".join(str(getattr(c, "value", c)) for c in descriptor.choices)
+        param.metavar = choices if len(choices) <= 16 else str(param.name).upper()
+        return
+    label = param.bare_type()
+    if label in _PLACEHOLDERS:
+        param.metavar = _PLACEHOLDERS[label]
+
+
+def reflow(text: str) -> str:
+    """Join hard-wrapped prose lines into one line per paragraph; keep indented lines.
+
+    Docstrings are wrapped at the source's line length; rendered at 80 columns each source
+    line break survives inside rich's own wrapping and the text comes out ragged.
+    """
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    out: list[str] = []
+    for paragraph in paragraphs:
+        lines: list[str] = []
+        for line in paragraph.split("\n"):
+            prose = line and not line[0].isspace() and line.strip() != "\b"
+            previous = lines[-1] if lines else ""
+            heading = previous.startswith("[bold]") and previous.endswith("[/bold]")
+            if prose and previous and not previous[0].isspace() and not heading:
+                lines[-1] = f"{previous} {line.strip()}"
+                continue
+            lines.append(line)
+        out.append("\n".join(lines))
+    # typer dedents the text after the first paragraph as a block whose first line does not
+    # count: an extra newline keeps an "Examples" header plus indented lines indented.
+    return "\n\n\n".join(["\n\n".join(out[:1]), "\n\n".join(out[1:])]).rstrip()

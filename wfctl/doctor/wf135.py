@@ -1,0 +1,30 @@
+"""WF135: a queue job held by a silent worker (who holds the lock, since when, alive?)."""
+
+from wfctl.doctor.base import Check, Explanation, Needs, Severity
+
+CHECK = Check(
+    code="WF135",
+    title="queue job held by a silent worker",
+    severity=Severity.WARNING,
+    remedy="check the holder is gone, then wfctl repair --unlock-older-than AGE "
+    "(dry run: shows the locks), and again with --apply",
+    explanation=Explanation(
+        meaning="A queue job for the run has been locked for longer than --min-age by the "
+        "worker named in locked_by, and the run's log has been silent as long. The detail "
+        "shows the holder, since when, the run's last event and how many other client "
+        "sessions are connected (0: no worker is connected, the holder is dead).",
+        why_stuck="graphile-worker 0.16.6 has no heartbeat: a worker killed inside a delivery "
+        "keeps its job locked until graphile's 4-hour sweep, so the run is not delivered, and "
+        "wfctl refuses every repair of the run while the lock stands (it is the only sign of "
+        "a live writer).",
+        cause="A worker process killed (SIGKILL, OOM, node eviction) during a delivery. On "
+        "beta.29 a live delivery cannot hold its lock much past 300 s (undici's fetch "
+        "deadline); from beta.43 on an inline step can legitimately run longer.",
+        repair="With --unlock-older-than AGE (and/or --unlock-dead-worker ID): list the locks "
+        "older than AGE (dry run), then release exactly those, each re-checked under the job's "
+        "row lock (same holder, still older than AGE), as graphile's own sweep does "
+        "(locked_at/locked_by cleared, run_at brought to now), audited. Younger locks are "
+        "never touched.",
+    ),
+    needs=frozenset({Needs.QUEUE}),
+)

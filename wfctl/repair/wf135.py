@@ -1,0 +1,133 @@
+"""WF135: release the queue locks of workers that are gone, chosen by age, shown first.
+
+A worker killed inside a delivery leaves its job locked (graphile-worker 0.16.6 frees it only
+after 4 hours), and wfctl refuses every repair of that run while the lock stands. An operator
+at 3 a.m. does not know worker ids; they know how long a delivery can live. So the selector is
+an age (`--unlock-older-than 30m`), optionally plus worker ids they know are dead
+(`--unlock-dead-worker`). The dry run lists exactly the locks that would go; the apply
+releases each in its own short transaction, re-checked under the job's row lock (same
+holder, same instant, still selected), the way graphile's own sweep does, with an audit row.
+A lock younger than the age, held by a worker not named, is never touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from wfctl import __version__, sql
+from wfctl.doctor.base import Finding
+
+CODE = "WF135"
+# A live beta.29 delivery can hold its lock up to undici's 300 s fetch deadline: a younger
+# lock may belong to a live worker (the CLI refuses a smaller age without --force-min-age).
+UNLOCK_FLOOR = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Unlock:
+    """Which locks to release: older than `older_than`, or held by one of `workers`."""
+
+    older_than: timedelta | None = None
+    workers: tuple[str, ...] = ()
+
+    def params(self) -> dict[str, Any]:
+        return {"older_than": self.older_than, "workers": list(self.workers) or None}
+
+
+@dataclass(frozen=True)
+class Release:
+    """One lock and what happened to it (planned | applied | skipped)."""
+
+    finding: Finding
+    outcome: str
+    action: str
+    reason: str = ""
+    audit_id: int | None = None
+
+
+def release(
+    conn: psycopg.Connection[Any],
+    task: str,
+    unlock: Unlock,
+    *,
+    apply: bool,
+    reason: str,
+    run_ids: tuple[str, ...] = (),
+) -> list[Release]:
+    """List (dry run) or release (apply) the selected locks, of `run_ids` only when given;
+    see the module docstring."""
+    scope = {"task": task, "run_ids": list(run_ids) or None, **unlock.params()}
+    with conn.cursor(row_factory=dict_row) as cur:
+        locks = cur.execute(sql.load("repair/stale_locks"), scope)
+        rows = locks.fetchall()
+    out = []
+    for lock in rows:
+        minutes = int(lock["held"].total_seconds() // 60)
+        finding = Finding(
+            CODE,
+            lock["run_id"],
+            str(lock["id"]),
+            lock["locked_at"],
+            False,
+            f"job {lock['id']} (key {lock['key']}) locked by {lock['locked_by']} since "
+            f"{lock['locked_at']} ({minutes} min)",
+        )
+        action = f"release job {lock['id']} held by {lock['locked_by']} for {minutes} min"
+        if not apply:
+            out.append(Release(finding, "planned", action))
+            continue
+        with conn.transaction():
+            done = conn.execute(
+                sql.load("repair/release_lock"),
+                {
+                    "job_id": lock["id"],
+                    "locked_by": lock["locked_by"],
+                    "locked_at": lock["locked_at"],
+                    **unlock.params(),
+                },
+            ).fetchone()
+            if done is None or done[0] == 0:
+                out.append(
+                    Release(
+                        finding,
+                        "skipped",
+                        action,
+                        "state moved: the lock was released or taken by another worker meanwhile",
+                    )
+                )
+                continue
+            audit = conn.execute(
+                sql.load("repair/audit"),
+                {
+                    "version": __version__,
+                    "reason": reason,
+                    "code": CODE,
+                    "run_id": lock["run_id"],
+                    "entity_id": str(lock["id"]),
+                    "event_ids": [],
+                    "details": Jsonb(
+                        {
+                            "actions": [action],
+                            "locked_by": lock["locked_by"],
+                            "locked_at": lock["locked_at"].isoformat(),
+                            "held_seconds": lock["held"].total_seconds(),
+                            "selector": {
+                                "older_than_seconds": unlock.older_than.total_seconds()
+                                if unlock.older_than
+                                else None,
+                                "workers": list(unlock.workers),
+                            },
+                            "queues_released": done[1],
+                        }
+                    ),
+                },
+            ).fetchone()
+            assert audit is not None
+            out.append(Release(finding, "applied", action, audit_id=int(audit[0])))
+    return out

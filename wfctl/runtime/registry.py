@@ -1,0 +1,262 @@
+"""Workflow and step definitions: the registry the executor and the worker look runs up in.
+
+No I/O here (the engine is pure too): `api.py` adds `start()`/`RunHandle` on top, which
+drive runs through the executor; the executor needs only these definitions, so it does not
+import `api` (and `api` imports the executor at module level: no import cycle).
+
+Names. A run stores its workflow's name (`workflow//py:<module>//<qualname>`) and its log
+stores every step's name; a worker serves a run only if it has a workflow of that name.
+The module part is the *module path*, resolved from the module's file the same way however
+it was imported: the file's stem, prefixed by each enclosing directory that is a regular
+package (holds `__init__.py`). So `wfctl run play/onboard.py:onboard` and `wfctl worker
+play.onboard` (from the parent directory) name `onboard` alike: `py:onboard//onboard` when
+`play/` has no `__init__.py` (a namespace package), `py:play.onboard//onboard` when it has.
+`@wf.workflow(name=...)` / `@wf.step(name=...)` fix a name explicitly. Names as earlier
+versions computed them (the import spelling: `fn.__module__`, and a file's bare stem) are
+kept as aliases, so runs stored under them are still found and replayed.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import sys
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from wfctl.runtime import engine, serde
+
+DEFAULT_MAX_RETRIES = 3
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+class FatalError(Exception):
+    """Raise from a step to fail it at once (no retry)."""
+
+
+class RetryableError(Exception):
+    """Raise from a step to retry it after `retry_after` (seconds, timedelta or datetime)."""
+
+    def __init__(
+        self, message: str = "", *, retry_after: float | timedelta | datetime | None = None
+    ) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+SerializationError = serde.SerializationError
+StepFailedError = engine.StepFailedError
+HookConflictError = engine.HookConflictError
+
+
+def parse_duration(value: str | float | timedelta) -> timedelta:
+    """`"10m"`, `"1.5s"`, `"250ms"`, `"2h"`, `"1d"`, a number of seconds, or a timedelta."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float):
+        return timedelta(seconds=float(value))
+    m = _DURATION.match(value)
+    if not m:
+        raise ValueError(f"not a duration: {value!r} (try 10s, 5m, 2h, 1d, 250ms)")
+    return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def file_module(path: Path) -> tuple[Path, str]:
+    """(import root, dotted module path) of a `.py` file: its stem, prefixed by each
+    enclosing directory that is a regular package (holds `__init__.py`)."""
+    path = path.resolve()
+    parts = [] if path.stem == "__init__" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts)
+
+
+def module_path(module_name: str) -> str:
+    """The module path a workflow's name uses (see the module docstring): derived from the
+    module's file, so a file path and a dotted name that load one file agree."""
+    module = sys.modules.get(module_name)
+    file = getattr(module, "__file__", None)
+    if not file:
+        return module_name
+    return file_module(Path(file))[1] or module_name
+
+
+def _names(fn: Callable[..., Any], kind: str) -> tuple[str, tuple[str, ...]]:
+    """(name, aliases): the module-path name, and the names earlier versions derived from
+    the import spelling (`fn.__module__`, and its last component: a file loaded by path)."""
+    spelled = fn.__module__
+    name = f"{kind}//py:{module_path(spelled)}//{fn.__qualname__}"
+    old = {f"{kind}//py:{m}//{fn.__qualname__}" for m in (spelled, spelled.rpartition(".")[2])}
+    return name, tuple(sorted(old - {name}))
+
+
+class ArgumentsError(TypeError):
+    """Arguments that do not fit a workflow's or step's signature (raised before anything
+    is written: a run is never created with arguments its workflow cannot take)."""
+
+
+def bind_arguments(
+    fn: Callable[..., Any], args: Iterable[Any], kwargs: dict[str, Any] | None, name: str
+) -> list[Any]:
+    """Bind arguments to `fn`'s signature; return them as one positional list (the log
+    stores an array, as the DevKit does). Keyword arguments are placed by position; a
+    keyword-only parameter cannot be recorded and is refused when given."""
+    args = tuple(args)
+    signature = inspect.signature(fn)
+    try:
+        bound = signature.bind(*args, **(kwargs or {}))
+    except TypeError as exc:
+        raise ArgumentsError(f"{name}{parameters(fn)}: {exc}") from None
+    if bound.kwargs:
+        given = ", ".join(sorted(bound.kwargs))
+        raise ArgumentsError(
+            f"{name}{parameters(fn)}: keyword-only parameter(s) {given} cannot be recorded"
+            " (the log stores positional arguments)"
+        )
+    return list(bound.args)
+
+
+def parameters(fn: Callable[..., Any]) -> str:
+    """`(key, failures=3, *, flag=False)`: the parameter list without annotations (which
+    are strings under `from __future__ import annotations`), for messages."""
+    signature = inspect.signature(fn)
+    plain = [p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()]
+    return str(signature.replace(parameters=plain, return_annotation=inspect.Signature.empty))
+
+
+@dataclass
+class StepDef:
+    """A registered step. Called inside a workflow: a durable, awaited call."""
+
+    fn: Callable[..., Any]
+    name: str
+    max_retries: int
+    timeout: float | None = None  # seconds; an attempt that runs longer fails (and retries)
+    backoff: float | None = None  # seconds: retry n waits backoff * 2**(n-1) (durable timer)
+    aliases: tuple[str, ...] = ()  # names an older log may hold for this step
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not engine.in_workflow():
+            return self.fn(*args, **kwargs)
+        positional = list(args) if not kwargs else bind_arguments(self.fn, args, kwargs, self.name)
+        data = serde.dumps(positional, f"the input of step {self.name}")
+        return engine.current().call_step(self.name, data, self.max_retries, self.aliases)
+
+    def invoke(self, args: list[Any]) -> Any:
+        """Run the body (executor side): returns a value or a coroutine."""
+        return self.fn(*args)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+
+@dataclass
+class WorkflowDef:
+    """A registered workflow."""
+
+    fn: Callable[..., Coroutine[Any, Any, Any]]
+    name: str
+    registry: Workflows
+    aliases: tuple[str, ...] = ()  # names runs stored by earlier versions may carry
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
+        return self.fn(*args, **kwargs)
+
+    @property
+    def signature(self) -> str:
+        """`name(params)`, for messages about arguments."""
+        return f"{self.fn.__name__}{parameters(self.fn)}"
+
+    def bind(self, args: Iterable[Any], kwargs: dict[str, Any] | None = None) -> list[Any]:
+        """The run's positional input, or `ArgumentsError` naming the parameters."""
+        return bind_arguments(self.fn, args, kwargs, self.fn.__name__)
+
+    def encode_input(self, args: list[Any], kwargs: dict[str, Any] | None = None) -> bytes:
+        return serde.dumps(self.bind(args, kwargs), f"the input of workflow {self.name}")
+
+
+class Workflows:
+    """A registry of workflows and steps; `wfctl run module:attr` finds workflows here."""
+
+    def __init__(self, dsn: str | None = None) -> None:
+        self.dsn = dsn
+        self.workflows: dict[str, WorkflowDef] = {}
+        self.steps: dict[str, StepDef] = {}
+        self._aliases: dict[str, WorkflowDef | None] = {}  # None: ambiguous, not served
+        self._step_aliases: dict[str, StepDef | None] = {}
+
+    def workflow(
+        self, fn: Callable[..., Coroutine[Any, Any, Any]] | None = None, *, name: str | None = None
+    ) -> Any:
+        def register(f: Callable[..., Coroutine[Any, Any, Any]]) -> WorkflowDef:
+            if not inspect.iscoroutinefunction(f):
+                raise TypeError(f"@workflow needs an `async def` function, got {f!r}")
+            derived, aliases = _names(f, "workflow")
+            wdef = WorkflowDef(f, name or derived, self, () if name else aliases)
+            functools.update_wrapper(wdef, f)
+            self.workflows[wdef.name] = wdef
+            _add_aliases(self._aliases, wdef.aliases, wdef)
+            return wdef
+
+        return register(fn) if fn is not None else register
+
+    def step(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        name: str | None = None,
+        timeout: str | float | timedelta | None = None,
+        backoff: str | float | timedelta | None = None,
+    ) -> Any:
+        limit = None if timeout is None else parse_duration(timeout).total_seconds()
+        base = None if backoff is None else parse_duration(backoff).total_seconds()
+
+        def register(f: Callable[..., Any]) -> StepDef:
+            derived, aliases = _names(f, "step")
+            sdef = StepDef(
+                f, name or derived, max(0, max_retries), limit, base, () if name else aliases
+            )
+            functools.update_wrapper(sdef, f)
+            self.steps[sdef.name] = sdef
+            _add_aliases(self._step_aliases, sdef.aliases, sdef)
+            return sdef
+
+        return register(fn) if fn is not None else register
+
+    def find(self, attr: str) -> WorkflowDef:
+        """A workflow by function name, qualified name or full workflow name."""
+        for wdef in self.workflows.values():
+            if attr in (wdef.name, wdef.fn.__name__, wdef.fn.__qualname__):
+                return wdef
+        known = ", ".join(sorted(w.fn.__name__ for w in self.workflows.values())) or "none"
+        raise LookupError(f"no workflow {attr!r} in this registry (known: {known})")
+
+    def by_name(self, name: str) -> WorkflowDef | None:
+        """The workflow a stored run names (its name, or an unambiguous older alias)."""
+        return self.workflows.get(name) or self._aliases.get(name)
+
+    def step_by_name(self, name: str) -> StepDef | None:
+        """The step a log names (its name, or an unambiguous older alias)."""
+        return self.steps.get(name) or self._step_aliases.get(name)
+
+    def served_names(self) -> list[str]:
+        """Every workflow name a worker of this registry can drive (names and aliases)."""
+        names = set(self.workflows)
+        names.update(alias for alias, wdef in self._aliases.items() if wdef is not None)
+        return sorted(names)
+
+
+def _add_aliases(table: dict[str, Any], aliases: tuple[str, ...], target: Any) -> None:
+    """Register aliases; an alias two definitions share is served by neither (a run named
+    by it is left to a worker that knows which one it means)."""
+    for alias in aliases:
+        table[alias] = None if alias in table and table[alias] is not target else target
