@@ -51,7 +51,7 @@ def gc_command(
     retained (slot era), whose queue job a worker holds, or that another session has locked.
     One gc at a time (advisory lock). Interrupting it loses at most one batch: rerun to
     continue. Exit 0 done (or dry run), 1 stopped by --max-time with runs left, 2 refused
-    (another gc is running, or no audit schema), 64 usage.
+    (another gc is running, or the audit schema cannot be created), 64 usage.
 
     [bold]Examples[/bold]
       wfctl gc --older-than 30d
