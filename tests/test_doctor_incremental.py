@@ -92,6 +92,8 @@ def test_incremental_equals_all_pass_after_pass(real_world: Db, run_cli) -> None
     # more clean runs, nothing else: still equal
     world.clean_world()
     _same(run_cli, real_world)
+    # the watermark went into schema wfctl as wfctl manages it: the audit log is there too
+    assert real_world.scalar("SELECT to_regclass('wfctl.repair_log')::text") == "wfctl.repair_log"
 
 
 def test_incremental_refuses_a_scope_and_writes_only_when_asked(wfctl_world: Db, run_cli) -> None:

@@ -130,6 +130,9 @@ def save(conn: psycopg.Connection[Any], report: runner.Report, done: Pass) -> No
     """Record the pass (own transaction), unless a history check could not run."""
     if any(r.status is Status.UNKNOWN and is_history(r.check) for r in report.results):
         return
+    from wfctl.world.bootstrap import ensure_audit_schema  # alembic: only when saving
+
+    ensure_audit_schema(conn)  # schema `wfctl` as wfctl manages it (revision w0001)
     with conn.transaction():
         conn.execute(sql.load("doctor/watermark_ddl"))
         conn.execute(

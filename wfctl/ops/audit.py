@@ -14,15 +14,13 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from wfctl import __version__, sql
-from wfctl.world.model import World
 
 
-def require(conn: psycopg.Connection[Any], world: World) -> None:
+def require(conn: psycopg.Connection[Any]) -> None:
     """Make sure the audit log exists before an apply (creating wfctl's own schema when it is
-    missing, as `repair --apply` does), or refuse: an action must never go unrecorded.
+    missing, as `repair --apply` does), or refuse: an action must never go unrecorded. Checks
+    the table itself, not the schema (`doctor --incremental` may have made the schema alone).
     Call it outside any transaction: the schema is created in its own committed one."""
-    if world.has_wfctl:
-        return
     from wfctl.world.bootstrap import ensure_audit_schema  # alembic: only on this path
 
     ensure_audit_schema(conn)

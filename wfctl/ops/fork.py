@@ -158,7 +158,7 @@ def _source_queue(store: Store, source_id: str) -> str | None:
 def apply(store: Store, world: World, fork: ForkPlan, reason: str) -> int:
     """Create the fork in one transaction; returns the audit row id."""
     conn = store.conn
-    audit.require(conn, world)
+    audit.require(conn)
     created = next(e for e in store.read_events(fork.source_id) if e.type == "run_created")
     with conn.transaction():
         row = conn.execute(

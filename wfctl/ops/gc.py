@@ -157,7 +157,7 @@ def collect(
     """Delete the candidates batch by batch (see the module docstring). `conn` must be in
     autocommit mode: each batch is its own transaction. `on_start` sees the candidate count
     before anything is deleted; `on_batch` sees the report after every committed batch."""
-    audit.require(conn, world)
+    audit.require(conn)
     started = time.perf_counter()
     deadline = None if options.max_time is None else started + options.max_time.total_seconds()
     with flight.single_flight(conn, flight.GC, "wfctl gc"):
