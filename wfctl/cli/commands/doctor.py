@@ -109,7 +109,7 @@ def doctor_command(
       wfctl --format prometheus doctor --output /var/lib/node_exporter/wfctl.prom
       wfctl --format nagios doctor
       wfctl doctor --explain WF112
-      wfctl doctor --incremental          # from cron: the same findings as --all, cheaper
+      wfctl doctor --incremental     # cron: the findings of --all, cheaper
     """
     st = state(ctx)
     if explain:

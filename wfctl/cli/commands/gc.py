@@ -55,7 +55,7 @@ def gc_command(
 
     [bold]Examples[/bold]
       wfctl gc --older-than 30d
-      wfctl gc --older-than 30d --apply --reason "retention policy" --yes --max-time 10m
+      wfctl gc --older-than 30d --apply --reason "retention" --yes --max-time 10m
       wfctl --format json gc --older-than 7d | jq .would_delete
     """
     st = state(ctx)

@@ -301,7 +301,7 @@ def wake_runs(
 
     [bold]Examples[/bold]
       wfctl runs wake --where status=running
-      wfctl runs wake --where error=ECONNREFUSED --apply --reason "INC-7 API back" --yes
+      wfctl runs wake --where error=ECONNREFUSED --apply --reason "INC-7" --yes
     """
     st = state(ctx)
     st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
@@ -423,7 +423,7 @@ def fork_run(
 
     [bold]Examples[/bold]
       wfctl runs fork wrun_01J... --reason "rerun after the fix"
-      wfctl runs fork wrun_01J... --from-step 3 --reason "INC-9 redo the charge" --dry-run
+      wfctl runs fork wrun_01J... --from-step 3 --reason "INC-9 redo" --dry-run
     """
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
