@@ -44,7 +44,7 @@ def _same(run_cli, db: Db) -> str:
 def test_incremental_equals_all_pass_after_pass(real_world: Db, run_cli) -> None:
     world = rw.RealWorld(real_world.dsn)
     clean = world.clean_world()
-    sleeping = clean["sleeping"]
+    sleeping, hooked = clean["sleeping"], clean["hook_waiting"]
     with real_world.connect() as conn:
         run = world.new_run()
         step = rw.new_step_id()
@@ -74,17 +74,26 @@ def test_incremental_equals_all_pass_after_pass(real_world: Db, run_cli) -> None
             " WHERE run_id = %s",
             (sleeping,),
         )
+        # a torn run end: the row turns terminal, no run_completed (live at the last pass)
+        conn.execute(
+            "UPDATE workflow.workflow_runs SET status = 'completed',"
+            " completed_at = now() AT TIME ZONE 'UTC', updated_at = now() AT TIME ZONE 'UTC'"
+            " WHERE id = %s",
+            (hooked,),
+        )
         # the first finding cleared by a deletion alone (no event, no row update)
         conn.execute("DELETE FROM workflow.workflow_steps WHERE step_id = %s", (step,))
     _same(run_cli, real_world)
     found, _ = _findings(run_cli, real_world, "--all")
     codes = {(code, run_id) for code, run_id, _, _ in found}
-    assert {("WF112", sleeping), ("WF102", other), ("WF121", half)} <= codes
+    assert {("WF112", sleeping), ("WF113", hooked), ("WF102", other), ("WF121", half)} <= codes
     assert ("WF101", run) not in codes
 
     # more clean runs, nothing else: still equal
     world.clean_world()
     _same(run_cli, real_world)
+    # the watermark went into schema wfctl as wfctl manages it: the audit log is there too
+    assert real_world.scalar("SELECT to_regclass('wfctl.repair_log')::text") == "wfctl.repair_log"
 
 
 def test_incremental_refuses_a_scope_and_writes_only_when_asked(wfctl_world: Db, run_cli) -> None:

@@ -68,19 +68,14 @@ def test_gc_deletes_old_terminal_runs_of_a_real_world_and_the_package_still_read
     status, plan, _ = _gc(run_cli, real_world, "--older-than", "30d")
     assert status == 0 and plan["applied"] is False
     assert plan["would_delete"]["runs"] == 3
+    assert plan["candidates_by_status"] == {"completed": 1, "failed": 1, "cancelled": 1}
     assert plan["would_delete"]["events"] == 9 + 3 + 3  # 2 steps x3 + created, started, end; 3 each
     assert plan["would_delete"]["steps"] == 2
     assert plan["would_delete"]["stream_chunks"] == 1 and plan["would_delete"]["jobs"] == 1
     assert rows_of(real_world, old_done)["workflow_events"] == 9
 
-    # apply needs the audit schema: refused, nothing deleted
-    status, _, err = _gc(
-        run_cli, real_world, "--older-than", "30d", "--apply", "--reason", "r", "--yes"
-    )
-    assert status == 2 and "wfctl bootstrap" in err
-    assert status_of(real_world, old_done) == "completed"
-
-    assert run_cli("--dsn", real_world.dsn, "bootstrap")[0] == 0
+    # the world was never bootstrapped by wfctl: the apply creates its audit schema first
+    assert real_world.scalar("SELECT to_regnamespace('wfctl')::text") is None
     status, done, err = _gc(
         run_cli, real_world, "--older-than", "30d", "--apply", "--reason", "retention", "--yes",
         "--batch", "2",
@@ -151,6 +146,9 @@ def test_gc_slot_era_markers_and_retained_hook_tokens(slot_world: Db, run_cli) -
     for run_id in runs:
         age_run(slot_world, run_id, completed_days=10)
     assert slot_world.scalar("SELECT count(*) FROM workflow.workflow_event_slots") == 3
+    status, plan, _ = _gc(run_cli, slot_world, "--older-than", "7d")
+    assert plan["would_delete"]["runs"] == 3 and plan["deferred"]["hook_token_retained"] == 1
+    assert plan["would_delete"]["slot_markers"] == 3
 
     status, done, err = _gc(
         run_cli, slot_world, "--older-than", "7d", "--apply", "--reason", "r", "--yes"
@@ -243,3 +241,66 @@ def test_gc_never_deletes_a_run_that_turned_non_terminal_under_its_lock(
     assert report.deferred["busy_or_changed"] == 1
     assert status_of(wfctl_world, runs[0]) == "running"
     assert rows_of(wfctl_world, runs[0])["workflow_events"] > 0
+
+
+def test_gc_killed_mid_run_leaves_whole_runs_and_resumes(wfctl_world: Db) -> None:
+    """SIGKILL while batches commit: every run is either whole (row and all its events) or
+    entirely gone, never a log without its run; a second gc finishes the work."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    runs, per_run = 3000, 10
+    with wfctl_world.connect() as conn:  # old terminal history, set-based (fixture data)
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, completed_at,"
+            " updated_at, created_at) SELECT 'wrun_H' || lpad(i::text, 8, '0'), 'postgres',"
+            " 'completed', 'workflow//history', now() - interval '40 days',"
+            " now() - interval '40 days', now() - interval '41 days'"
+            " FROM generate_series(1, %s) i",
+            (runs,),
+        )
+        conn.execute(
+            "INSERT INTO workflow.workflow_events (id, type, run_id)"
+            " SELECT 'wevt_H' || lpad(i::text, 8, '0') || lpad(k::text, 3, '0'), 'attr_set',"
+            " 'wrun_H' || lpad(i::text, 8, '0')"
+            " FROM generate_series(1, %s) i, generate_series(1, %s) k",
+            (runs, per_run),
+        )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    args = [sys.executable, "-m", "wfctl", "--dsn", wfctl_world.dsn, "gc", "--older-than",
+            "30d", "--apply", "--reason", "kill test", "--yes", "--batch", "20",
+            "--pause", "20ms"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": root}
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while wfctl_world.scalar("SELECT count(*) FROM wfctl.repair_log") < 5:
+        assert time.monotonic() < deadline and proc.poll() is None, "gc did not start batches"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+
+    left = wfctl_world.scalar("SELECT count(*) FROM workflow.workflow_runs")
+    assert 0 < left < runs  # killed in the middle
+    orphans = wfctl_world.scalar(
+        "SELECT count(*) FROM workflow.workflow_events e WHERE NOT EXISTS"
+        " (SELECT 1 FROM workflow.workflow_runs r WHERE r.id = e.run_id)"
+    )
+    partial = wfctl_world.scalar(
+        "SELECT count(*) FROM (SELECT r.id FROM workflow.workflow_runs r"
+        " LEFT JOIN workflow.workflow_events e ON e.run_id = r.id"
+        " GROUP BY r.id HAVING count(e.id) <> %s) x",
+        (per_run,),
+    )
+    assert orphans == 0 and partial == 0
+    audited = wfctl_world.scalar(
+        "SELECT sum((details->'deleted'->>'runs')::int) FROM wfctl.repair_log WHERE code = 'gc'"
+    )
+    assert audited == runs - left  # every committed batch has its audit row, and only those
+
+    done = subprocess.run([*args[:-4]], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert wfctl_world.scalar("SELECT count(*) FROM workflow.workflow_runs") == 0
+    assert wfctl_world.scalar("SELECT count(*) FROM workflow.workflow_events") == 0

@@ -4,9 +4,10 @@ The first pass is a full `--all`. It records a watermark (wfctl.doctor_watermark
 first use: only this option ever writes) and the runs that had a finding. Each later pass
 checks, with the `--all` semantics:
 - the history checks (every run-scoped check) on the runs touched since the watermark
-  (touched_runs.sql: any event, any run / step / wait / hook row created or updated) plus
-  every run flagged last time (a finding can clear without a write, e.g. by a deletion, or
-  leave the in-flight window by mere age);
+  (touched_runs.sql: any event, any run / step / wait / hook row created or updated; rows
+  are looked for among the runs live now or at the last pass, which the world's guards make
+  sufficient) plus every run flagged last time (a finding can clear without a write, e.g.
+  by a deletion, or leave the in-flight window by mere age);
 - the queue checks and the catalog check in full (they read small tables, and their state
   changes with time and with job rows, not with run rows).
 A run with no finding last time and no change since cannot have one now: every check is a
@@ -24,6 +25,7 @@ application hosts and the database (`--clock-skew`, default SKEW).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -55,7 +57,9 @@ class Pass:
     previous: Mark | None
     mark: Mark
     touched: int = 0  # runs in the incremental scope (touched + flagged)
+    touched_seconds: float = 0.0  # finding them (touched_runs.sql)
     flagged: set[str] = field(default_factory=set)
+    live: list[str] = field(default_factory=list)  # pending/running when the pass began
     saved: bool = False
 
     def as_dict(self) -> dict[str, Any]:
@@ -64,6 +68,7 @@ class Pass:
             "since": self.previous.verified_to.isoformat() if self.previous else None,
             "watermark": self.mark.verified_to.isoformat(),
             "runs_checked": None if self.full else self.touched,
+            "touched_seconds": round(self.touched_seconds, 3),
             "runs_flagged": len(self.flagged),
             "watermark_saved": self.saved,
         }
@@ -82,10 +87,11 @@ def run(
     skew: timedelta = SKEW,
 ) -> tuple[runner.Report, Pass]:
     """The pass, inside the caller's READ ONLY transaction; `save` records it afterwards."""
-    previous, flagged = _read(conn)
+    previous, flagged, was_live = _read(conn)
     row = conn.execute(sql.load("doctor/watermark_now")).fetchone()
     assert row is not None
     done = Pass(full=previous is None, previous=previous, mark=Mark(row[0], row[1]))
+    done.live = [str(r[0]) for r in conn.execute(sql.load("doctor/live_runs"))]
     full_options = replace(options, all_runs=True, run_ids=(), since=None)
 
     history_codes = {c.code for c in checks if is_history(c)}
@@ -98,7 +104,9 @@ def run(
     if previous is None:
         report = runner.run(conn, world, checks, full_options, on_finding=flag)
         return report, done
-    scope = _touched(conn, world, previous, skew) | flagged
+    started = time.perf_counter()
+    scope = _touched(conn, world, previous, skew, was_live) | flagged
+    done.touched_seconds = time.perf_counter() - started
     done.touched = len(scope)
     history = [c for c in checks if is_history(c)]
     others = [c for c in checks if not is_history(c)]
@@ -122,6 +130,9 @@ def save(conn: psycopg.Connection[Any], report: runner.Report, done: Pass) -> No
     """Record the pass (own transaction), unless a history check could not run."""
     if any(r.status is Status.UNKNOWN and is_history(r.check) for r in report.results):
         return
+    from wfctl.world.bootstrap import ensure_audit_schema  # alembic: only when saving
+
+    ensure_audit_schema(conn)  # schema `wfctl` as wfctl manages it (revision w0001)
     with conn.transaction():
         conn.execute(sql.load("doctor/watermark_ddl"))
         conn.execute(
@@ -134,24 +145,27 @@ def save(conn: psycopg.Connection[Any], report: runner.Report, done: Pass) -> No
                 "version": __version__,
             },
         )
-        conn.execute(
-            sql.load("doctor/flagged_replace"), {"scope": SCOPE, "run_ids": sorted(done.flagged)}
-        )
+        for kind, run_ids in (("finding", sorted(done.flagged)), ("live", done.live)):
+            params = {"scope": SCOPE, "kind": kind, "run_ids": run_ids}
+            conn.execute(sql.load("doctor/flagged_clear"), params)
+            conn.execute(sql.load("doctor/flagged_insert"), params)
     done.saved = True
 
 
-def _read(conn: psycopg.Connection[Any]) -> tuple[Mark | None, set[str]]:
-    """The last pass's watermark and flagged runs (None, empty: no pass recorded)."""
+def _read(conn: psycopg.Connection[Any]) -> tuple[Mark | None, set[str], list[str]]:
+    """The last pass's watermark, flagged runs and live runs (None: no pass recorded)."""
     present = conn.execute(sql.load("doctor/watermark_exists")).fetchone()
     if not (present and present[0]):
-        return None, set()
+        return None, set(), []
     row = conn.execute(sql.load("doctor/watermark_read"), {"scope": SCOPE}).fetchone()
     if row is None:
-        return None, set()
-    return Mark(row[0], row[1]), {str(r) for r in row[3]}
+        return None, set(), []
+    return Mark(row[0], row[1]), {str(r) for r in row[3]}, [str(r) for r in row[4]]
 
 
-def _touched(conn: psycopg.Connection[Any], world: World, mark: Mark, skew: timedelta) -> set[str]:
+def _touched(
+    conn: psycopg.Connection[Any], world: World, mark: Mark, skew: timedelta, was_live: list[str]
+) -> set[str]:
     floor = None
     if not world.has_event_slots:  # beta.29: every event id is wevt_<ULID>, time-ordered
         since = mark.verified_to_utc.replace(tzinfo=UTC) - skew
@@ -163,6 +177,7 @@ def _touched(conn: psycopg.Connection[Any], world: World, mark: Mark, skew: time
             "verified_to_utc": mark.verified_to_utc,
             "skew": skew,
             "event_id_floor": floor,
+            "was_live": was_live,
         },
     )
     return {str(r[0]) for r in rows}

@@ -1,8 +1,8 @@
 """The one way operator actions write to wfctl's audit log (`wfctl.repair_log`).
 
 Every write goes through `record`, inside the transaction that makes the change, so the
-change and its record commit or vanish together (as repairs do). Keeping it one function
-also keeps one place to change if the audit schema learns to create itself.
+change and its record commit or vanish together (as repairs do); `require` runs before an
+apply and creates the audit schema where it is missing (bootstrap.ensure_audit_schema).
 """
 
 from __future__ import annotations
@@ -14,17 +14,16 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from wfctl import __version__, sql
-from wfctl.errors import RefusedError
-from wfctl.world.model import World
 
 
-def require(world: World) -> None:
-    """Refuse an apply on a world without wfctl's schema: it would go unrecorded."""
-    if not world.has_wfctl:
-        raise RefusedError(
-            "this world has no `wfctl` schema for the audit log",
-            hint="run `wfctl bootstrap` once: it adopts the world and adds only wfctl's schema",
-        )
+def require(conn: psycopg.Connection[Any]) -> None:
+    """Make sure the audit log exists before an apply (creating wfctl's own schema when it is
+    missing, as `repair --apply` does), or refuse: an action must never go unrecorded. Checks
+    the table itself, not the schema (`doctor --incremental` may have made the schema alone).
+    Call it outside any transaction: the schema is created in its own committed one."""
+    from wfctl.world.bootstrap import ensure_audit_schema  # alembic: only on this path
+
+    ensure_audit_schema(conn)
 
 
 def record(

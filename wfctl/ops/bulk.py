@@ -246,7 +246,7 @@ def apply(
     on_batch: Callable[[BulkReport], None] | None = None,
 ) -> BulkReport:
     """Act on `runs`, each in its own guarded transaction, under the bulk single flight."""
-    audit.require(world)
+    audit.require(conn)
     report = BulkReport(action.name, True, flt.text, runs)
     started = time.perf_counter()
     deadline = None if options.max_time is None else started + options.max_time.total_seconds()

@@ -99,6 +99,11 @@ def plan(
             )
         fork.from_step, fork.events = _prefix(log, from_step)
     if python:
+        if not store.queued:
+            raise RefusedError(
+                "this database has no worker queue to hand the fork to",
+                hint="`wfctl worker` (or `wfctl bootstrap`) adds it in schema wfctl",
+            )
         fork.queue = queue or _source_queue(store, source_id) or "default"
     else:
         if not world.has_graphile:
@@ -152,8 +157,8 @@ def _source_queue(store: Store, source_id: str) -> str | None:
 
 def apply(store: Store, world: World, fork: ForkPlan, reason: str) -> int:
     """Create the fork in one transaction; returns the audit row id."""
-    audit.require(world)
     conn = store.conn
+    audit.require(conn)
     created = next(e for e in store.read_events(fork.source_id) if e.type == "run_created")
     with conn.transaction():
         row = conn.execute(

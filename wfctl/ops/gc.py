@@ -69,6 +69,7 @@ class GcReport:
     deferred: dict[str, int] = field(
         default_factory=lambda: {"hook_token_retained": 0, "job_locked": 0, "busy_or_changed": 0}
     )
+    by_status: dict[str, int] = field(default_factory=dict)  # dry run: candidates by status
     oldest: datetime | None = None
     newest: datetime | None = None
     batches: int = 0
@@ -96,10 +97,12 @@ class GcReport:
             "cutoff_utc": self.cutoff.isoformat(),
             "older_than_seconds": self.older_than.total_seconds(),
             "candidates": self.candidates,
+            "candidates_by_status": self.by_status or None,
             "oldest_completion_utc": self.oldest.isoformat() if self.oldest else None,
             "newest_completion_utc": self.newest.isoformat() if self.newest else None,
             ("deleted" if self.applied else "would_delete"): self.counts,
-            "deferred": self.deferred if self.applied else None,
+            # a dry run knows the retained tokens; locks and jobs are seen at apply time
+            "deferred": self.deferred,
             "batches": self.batches,
             "seconds": round(self.seconds, 3),
             "rows_per_second": round(self.rows_per_second, 1),
@@ -122,8 +125,9 @@ def plan(conn: psycopg.Connection[Any], world: World, options: GcOptions) -> GcR
         params = {"cutoff": report.cutoff, "task": options.task}
         row = conn.execute(sql.load("gc/plan"), params).fetchone()
         assert row is not None
-        (runs, _c, _f, _x, report.oldest, report.newest, *children) = row
+        (runs, completed, failed, cancelled, report.oldest, report.newest, *children) = row
         report.candidates = runs
+        report.by_status = {"completed": completed, "failed": failed, "cancelled": cancelled}
         report.counts.update(
             runs=runs,
             **dict(
@@ -131,10 +135,12 @@ def plan(conn: psycopg.Connection[Any], world: World, options: GcOptions) -> GcR
             ),
         )
         if world.has_event_slots:
-            report.counts["slot_markers"] = runs  # at most one per slot-numbered run
+            report.counts["slot_markers"] = _scalar(conn, "gc/plan_slot_markers", params)
         if world.has_graphile:
-            jobs = conn.execute(sql.load("gc/plan_jobs"), params).fetchone()
-            report.counts["jobs"] = int(jobs[0]) if jobs else 0
+            report.counts["jobs"] = _scalar(conn, "gc/plan_jobs", params)
+        if _extras(conn).token_retention:
+            kept = _scalar(conn, "gc/plan_retained", params)
+            report.deferred["hook_token_retained"] = kept
     report.seconds = time.perf_counter() - started
     return report
 
@@ -151,12 +157,12 @@ def collect(
     """Delete the candidates batch by batch (see the module docstring). `conn` must be in
     autocommit mode: each batch is its own transaction. `on_start` sees the candidate count
     before anything is deleted; `on_batch` sees the report after every committed batch."""
-    audit.require(world)
+    audit.require(conn)
     started = time.perf_counter()
     deadline = None if options.max_time is None else started + options.max_time.total_seconds()
     with flight.single_flight(conn, flight.GC, "wfctl gc"):
         report = GcReport(True, cutoff(conn, options.older_than), options.older_than)
-        extras = _extras(conn, world)
+        extras = _extras(conn)
         with conn.cursor(name=CURSOR, withhold=True, scrollable=True) as cur:
             cur.execute(sql.load("gc/candidates"), {"cutoff": report.cutoff})
             report.candidates = _count_and_rewind(conn)
@@ -187,7 +193,7 @@ class _Extras:
     run_queue: bool
 
 
-def _extras(conn: psycopg.Connection[Any], world: World) -> _Extras:
+def _extras(conn: psycopg.Connection[Any]) -> _Extras:
     def present(name: str) -> bool:
         row = conn.execute(sql.load(name)).fetchone()
         return bool(row and row[0])

@@ -34,7 +34,7 @@ from typing import Any
 import psycopg
 
 from wfctl.runtime import engine as eng
-from wfctl.runtime import serde
+from wfctl.runtime import serde, tracing
 from wfctl.runtime.registry import FatalError, RetryableError, WorkflowDef, Workflows
 from wfctl.runtime.store import (
     TERMINAL,
@@ -187,13 +187,17 @@ class Executor:
             return Done(run_id, "busy", error="another process is driving this run")
         try:
             deadline = None if timeout is None else time.monotonic() + timeout
-            for _ in range(MAX_REBUILDS):
-                try:
-                    return self._drive(run_id, wait, deadline)
-                except (Unseen, PositionTaken, GuardError, AlreadyExists) as exc:
-                    # Someone else wrote to the run: start over from the log.
-                    self.log(f"{run_id}: {type(exc).__name__}: {exc}; replaying")
-            raise RuntimeError(f"run {run_id}: gave up after {MAX_REBUILDS} conflicting writes")
+            with tracing.span("wfctl.run.drive", **{"wfctl.run_id": run_id}) as current:
+                for _ in range(MAX_REBUILDS):
+                    try:
+                        done = self._drive(run_id, wait, deadline)
+                        if current is not None:
+                            current.set_attribute("wfctl.run_status", done.status)
+                        return done
+                    except (Unseen, PositionTaken, GuardError, AlreadyExists) as exc:
+                        # Someone else wrote to the run: start over from the log.
+                        self.log(f"{run_id}: {type(exc).__name__}: {exc}; replaying")
+                raise RuntimeError(f"run {run_id}: gave up after {MAX_REBUILDS} conflicting writes")
         finally:
             self.store.unlock_run(run_id)
 
@@ -439,6 +443,13 @@ class Executor:
         return list(args) if isinstance(args, list) else [args]
 
     def _run_sync(self, cmd: eng.StartStep, attempt: int) -> _Result:
+        with _step_span(cmd, attempt) as current:
+            res = self._run_sync_body(cmd, attempt)
+            if res.exc is not None:
+                tracing.failed(current, res.exc)
+            return res
+
+    def _run_sync_body(self, cmd: eng.StartStep, attempt: int) -> _Result:
         res = _Result(cmd, attempt)
         step = self.registry.step_by_name(cmd.step_name)
         try:
@@ -454,6 +465,13 @@ class Executor:
         return res
 
     async def _run_async(self, cmd: eng.StartStep, attempt: int) -> _Result:
+        with _step_span(cmd, attempt) as current:
+            res = await self._run_async_body(cmd, attempt)
+            if res.exc is not None:
+                tracing.failed(current, res.exc)
+            return res
+
+    async def _run_async_body(self, cmd: eng.StartStep, attempt: int) -> _Result:
         res = _Result(cmd, attempt)
         step = self.registry.step_by_name(cmd.step_name)
         try:
@@ -482,6 +500,17 @@ class Executor:
             res.exc = exc
         res.finished = time.monotonic_ns()
         return res
+
+
+def _step_span(cmd: eng.StartStep, attempt: int) -> Any:
+    return tracing.span(
+        "wfctl.step",
+        **{
+            "wfctl.step_name": cmd.step_name,
+            "wfctl.correlation_id": cmd.correlation_id,
+            "wfctl.attempt": attempt,
+        },
+    )
 
 
 def _earliest(a: datetime | None, b: datetime) -> datetime:

@@ -166,7 +166,11 @@ def _incremental(
         report, done = incremental.run(conn, world, checks, options, skew)
     incremental.save(conn, report, done)
     since = done.previous.verified_to if done.previous else None
-    what = "full pass (no watermark yet)" if done.full else f"{done.touched:,} runs since {since}"
+    what = (
+        "full pass (no watermark yet)"
+        if done.full
+        else f"{done.touched:,} runs since {since} (found in {done.touched_seconds:.2f} s)"
+    )
     saved = "watermark saved" if done.saved else "watermark NOT advanced (a check could not run)"
     output.message(f"wfctl doctor --incremental: {what}; {saved}")
     return report

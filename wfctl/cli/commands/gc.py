@@ -51,7 +51,7 @@ def gc_command(
     retained (slot era), whose queue job a worker holds, or that another session has locked.
     One gc at a time (advisory lock). Interrupting it loses at most one batch: rerun to
     continue. Exit 0 done (or dry run), 1 stopped by --max-time with runs left, 2 refused
-    (another gc is running, or no audit schema), 64 usage.
+    (another gc is running, or the audit schema cannot be created), 64 usage.
 
     [bold]Examples[/bold]
       wfctl gc --older-than 30d
@@ -132,13 +132,19 @@ def _print(output: Output, fmt: Format, report: gc.GcReport) -> None:
     ]
     if report.oldest is not None:
         lines.append(f"completions from {report.oldest} to {report.newest}")
+    if report.by_status:
+        lines.append(", ".join(f"{n:,} {status}" for status, n in report.by_status.items()))
     output.data("\n".join(lines))
     output.table(["rows", "count"], [(k, f"{v:,}") for k, v in report.counts.items() if v])
+    kept = ", ".join(f"{k}={v}" for k, v in report.deferred.items() if v) or "none"
     if report.applied:
-        kept = ", ".join(f"{k}={v}" for k, v in report.deferred.items() if v) or "none"
         output.data(
             f"kept for later: {kept}; {report.batches} batches in {report.seconds:.1f} s "
             f"({report.rows_per_second:,.0f} rows/s)"
+        )
+    else:
+        output.data(
+            f"would keep for later: {kept} (runs with a locked job or row are seen at apply)"
         )
     if report.stopped:
         output.message(f"wfctl gc: stopped: {report.stopped}")

@@ -444,3 +444,9 @@ def fork_run(
         f" {result['copied_steps']} steps copied, re-executing from "
         f"{forked.from_step or 'the start'}"
     )
+
+
+# `redrive` is what DBOS and queue tools call it: the same command under that name.
+runs_app.command("redrive", help="Alias of `wfctl runs wake`: redrive dead-lettered runs.")(
+    wake_runs
+)
