@@ -36,7 +36,6 @@ pytestmark = [
 ]
 
 # Gaps not closed yet; each strict xfail names one, so it fails loudly once fixed.
-QUEUE_WF134 = "needs queue: the exhausted job (WF134) of a run repair re-woke stays reported"
 
 
 def xfail(*reasons: str) -> pytest.MarkDecorator:
@@ -161,7 +160,6 @@ def test_repair_applies_without_a_prior_bootstrap(trial: Trial) -> None:
     "label",
     corrupt_params(
         REPAIRABLE,
-        exhausted_job=(QUEUE_WF134,),
     ),
 )
 def test_repair_heals_the_corrupt_run(trial: Trial, label: str) -> None:

@@ -34,7 +34,8 @@ WORKFLOW = "workflow//./workflows/hops//longSleep"
 @pytest.fixture(scope="module")
 def hops_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """server.mjs + hops.ts built with `wf build` in a private folder (node_modules linked)."""
-    installed, _ = judge.build_runtime()
+    judge.build_runtime()  # installs the shared node_modules once (under the cache lock)
+    installed = judge.RUNTIME_CACHE
     folder = tmp_path_factory.mktemp("hops-runtime")
     for name in ("package.json", "package-lock.json"):
         shutil.copy(installed / name, folder / name)
