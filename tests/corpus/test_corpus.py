@@ -14,9 +14,6 @@ then the real runtime on the repaired world. The tests below judge one recorded 
   brings every formerly corrupted run to the state its workflow ends in, with its return
   value, no duplicate event, and a log the package's own `events.list()` reads; terminal
   healthy runs stay byte-identical.
-
-Where a gap another line of work is closing makes an assertion fail, exactly that test is a
-strict xfail naming it, so it XPASSes (and fails the suite) once the fix lands.
 """
 
 from __future__ import annotations
@@ -35,13 +32,6 @@ pytestmark = [
     pytest.mark.skipif(not judge.available(), reason="node/npm not found: no real runtime"),
 ]
 
-# Gaps not closed yet; each strict xfail names one, so it fails loudly once fixed.
-
-
-def xfail(*reasons: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason="; ".join(reasons))
-
-
 REPORT_ONLY = [  # reported, never written: no append makes them right
     "hook_received_first",  # the runtime completed it over its odd log
     "shared_token_first",  # which run owns the token is the operator's call
@@ -51,16 +41,6 @@ CORRUPT = ["exhausted_job", *(c.label for c in CRASHES), "lost_wake_up", *REPORT
 REPAIRABLE = [label for label in CORRUPT if label not in REPORT_ONLY]
 WORLDS = ["healthy", "faulted"]
 faulted = pytest.mark.parametrize("trial", ["faulted"], indirect=True)
-
-
-def corrupt_params(
-    labels: list[str] = CORRUPT, **marks: tuple[str, ...]
-) -> list[pytest.ParameterSet]:
-    """The faulted world's corrupt runs; `marks` maps a label to the gaps it waits for."""
-    return [
-        pytest.param(label, marks=[xfail(*marks[label])] if label in marks else [])
-        for label in labels
-    ]
 
 
 def run_of(trial: Trial, label: str) -> Run:
@@ -122,7 +102,7 @@ def test_doctor_exits_0_on_a_healthy_world(trial: Trial) -> None:
 @faulted
 @pytest.mark.parametrize(
     "label",
-    corrupt_params(),
+    CORRUPT,
 )
 def test_doctor_flags_the_corrupt_run(trial: Trial, label: str) -> None:
     run = run_of(trial, label)
@@ -158,9 +138,7 @@ def test_repair_applies_without_a_prior_bootstrap(trial: Trial) -> None:
 @faulted
 @pytest.mark.parametrize(
     "label",
-    corrupt_params(
-        REPAIRABLE,
-    ),
+    REPAIRABLE,
 )
 def test_repair_heals_the_corrupt_run(trial: Trial, label: str) -> None:
     """Flagged before the repair, nothing left after it."""
@@ -174,7 +152,7 @@ def test_repair_heals_the_corrupt_run(trial: Trial, label: str) -> None:
 @faulted
 @pytest.mark.parametrize(
     "label",
-    corrupt_params(REPORT_ONLY),
+    REPORT_ONLY,
 )
 def test_repair_keeps_a_report_only_run_as_it_is(trial: Trial, label: str) -> None:
     """Still reported after the repair, and not written."""
@@ -207,7 +185,7 @@ def test_repair_leaves_every_healthy_run_untouched(trial: Trial) -> None:
 
 
 @faulted
-@pytest.mark.parametrize("label", corrupt_params())
+@pytest.mark.parametrize("label", CORRUPT)
 def test_the_runtime_finishes_the_repaired_run(trial: Trial, label: str) -> None:
     run = run_of(trial, label)
     require_applied(trial)
