@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import jsonschema
@@ -79,6 +80,42 @@ def test_every_family_reported_with_exit_2(sick_world, real_world, run_cli) -> N
     assert checks["WF111"]["count"] == checks["WF112"]["count"] == 1
     assert report["summary"]["status"] == "critical" and report["summary"]["exit_code"] == 2
     assert "password" not in out and real_world.dsn not in out
+
+
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$")
+
+
+def test_observed_at_is_an_instant_with_its_offset(sick_world, real_world, run_cli, monkeypatch):
+    """Every observed_at is ISO 8601 with an offset. Columns the package writes from a JS
+    `Date` (UTC wall clock) and graphile's timestamptz read as the same instant whatever the
+    reading session's TimeZone; column defaults are the writing session's wall clock, read
+    in the reading session's zone (the in-flight comparisons assume the same)."""
+
+    def observed(zone: str) -> dict[tuple[str, str], datetime]:
+        monkeypatch.setenv("PGTZ", zone)
+        status, out, _ = run_cli(
+            "--dsn", real_world.dsn, "doctor", "-o", "json", "--min-age", "0s", "--limit", "50"
+        )
+        assert status == ExitStatus.CRITICAL
+        report = json.loads(out)
+        assert ISO.match(report["generated_at"])
+        seen = {}
+        for check in report["checks"]:
+            for sample in check["samples"]:
+                if sample["observed_at"] is not None:
+                    assert ISO.match(sample["observed_at"]), sample
+                    seen[check["code"], sample["entity_id"]] = datetime.fromisoformat(
+                        sample["observed_at"]
+                    )
+        return seen
+
+    utc, tokyo = observed("UTC"), observed("Asia/Tokyo")
+    assert {code for code, _ in utc} >= set(sick_world)
+    now = datetime.now(UTC)
+    assert all(abs(now - at) < timedelta(hours=1) for at in utc.values()), utc
+    assert {at.utcoffset() for at in tokyo.values()} == {timedelta(hours=9)}
+    js_clock = {key for key in utc if key[0] in ("WF111", "WF112", "WF113", "WF133")}
+    assert js_clock and all(utc[key] == tokyo[key] for key in js_clock)
 
 
 def test_default_min_age_reports_in_flight_and_exits_0(sick_world, real_world, run_cli) -> None:

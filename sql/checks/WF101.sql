@@ -16,7 +16,7 @@ WITH runs AS (
 )
 SELECT s.run_id,
        s.step_id AS entity_id,
-       s.created_at AS observed_at,
+       s.created_at::timestamptz AS observed_at,
        s.created_at >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('step %%s status %%s attempt %%s%%s', s.step_name, s.status, s.attempt,
               CASE WHEN other.found THEN ' (other events for the step exist: report only)'

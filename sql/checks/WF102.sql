@@ -17,7 +17,7 @@ WITH runs AS (
 )
 SELECT w.run_id,
        substring(w.wait_id FROM length(w.run_id) + 2) AS entity_id,
-       w.created_at AS observed_at,
+       w.created_at::timestamptz AS observed_at,
        w.created_at >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('wait %%s status %%s resume_at %%s', w.wait_id, w.status, w.resume_at) AS detail
 FROM runs r

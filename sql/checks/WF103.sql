@@ -16,7 +16,7 @@ WITH runs AS (
 )
 SELECT h.run_id,
        h.hook_id AS entity_id,
-       h.created_at AS observed_at,
+       h.created_at::timestamptz AS observed_at,
        h.created_at >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('hook %%s token %%s', h.hook_id, left(h.token, 8) || '...') AS detail
 FROM runs r

@@ -31,7 +31,7 @@ WITH leftovers AS (
 )
 SELECT l.run_id,
        l.entity_id,
-       l.ended_at AS observed_at,
+       to_timestamp(extract(epoch FROM l.ended_at)) AS observed_at,
        to_timestamp(extract(epoch FROM l.ended_at)) >= now() - %(min_age)s::interval AS in_flight,
        format('%%s outlived the %%s run', l.what, l.status) AS detail
 FROM leftovers l

@@ -37,7 +37,7 @@ candidates AS NOT MATERIALIZED (
 )
 SELECT c.run_id,
        c.step_id AS entity_id,
-       c.observed_at,
+       to_timestamp(extract(epoch FROM c.observed_at)) AS observed_at,
        to_timestamp(extract(epoch FROM c.observed_at)) >= now() - %(min_age)s::interval AS in_flight,
        format('step %%s is %%s (attempt %%s) but has no %%s event',
               c.step_name, c.status, c.attempt, c.missing_type) AS detail
@@ -50,7 +50,7 @@ WHERE c.status IN ('completed', 'failed')
 UNION ALL
 SELECT c.run_id,
        c.step_id AS entity_id,
-       c.observed_at,
+       to_timestamp(extract(epoch FROM c.observed_at)) AS observed_at,
        to_timestamp(extract(epoch FROM c.observed_at)) >= now() - %(min_age)s::interval AS in_flight,
        format('step %%s is %%s (attempt %%s) but has no %%s event',
               c.step_name, c.status, c.attempt, c.missing_type) AS detail

@@ -21,7 +21,7 @@ WITH runs AS (
 )
 SELECT w.run_id,
        substring(w.wait_id FROM length(w.run_id) + 2) AS entity_id,
-       coalesce(w.completed_at, w.updated_at) AS observed_at,
+       to_timestamp(extract(epoch FROM coalesce(w.completed_at, w.updated_at))) AS observed_at,
        to_timestamp(extract(epoch FROM coalesce(w.completed_at, w.updated_at)))
            >= now() - %(min_age)s::interval AS in_flight,
        format('wait %%s completed at %%s, no wait_completed event', w.wait_id, w.completed_at)

@@ -10,7 +10,7 @@
 -- params: live_only, run_ids, since, min_age.
 SELECT r.id AS run_id,
        r.id AS entity_id,
-       coalesce(r.completed_at, r.updated_at) AS observed_at,
+       to_timestamp(extract(epoch FROM coalesce(r.completed_at, r.updated_at))) AS observed_at,
        to_timestamp(extract(epoch FROM coalesce(r.completed_at, r.updated_at)))
            >= now() - %(min_age)s::interval AS in_flight,
        format('run %%s is %%s but has no %%s event', r.name, r.status,

@@ -6,7 +6,7 @@
 -- params: live_only, run_ids, since, min_age.
 SELECT r.id AS run_id,
        r.id AS entity_id,
-       r.created_at AS observed_at,
+       r.created_at::timestamptz AS observed_at,
        r.created_at >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('no run_created event; run %%s status %%s spec %%s', r.name, r.status,
               r.spec_version) AS detail

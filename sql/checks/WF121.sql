@@ -32,7 +32,7 @@ shape AS (
 )
 SELECT s.id AS run_id,
        s.id AS entity_id,
-       s.created_at AS observed_at,
+       s.created_at::timestamptz AS observed_at,
        s.created_at >= localtimestamp - %(min_age)s::interval AS in_flight,
        concat_ws('; ',
            CASE WHEN NOT s.marked AND (s.slot_spec OR s.has_slot_ids) THEN

@@ -17,7 +17,7 @@ WITH runs AS (
 )
 SELECT r.id AS run_id,
        min(e.id) AS entity_id,
-       max(e.created_at) AS observed_at,
+       max(e.created_at)::timestamptz AS observed_at,
        max(e.created_at) >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('%%s wevt_ event(s) in a slot-numbered run, first %%s (%%s)', count(*),
               min(e.id), (array_agg(e.type ORDER BY e.id))[1]) AS detail

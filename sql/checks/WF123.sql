@@ -45,7 +45,7 @@ per_run AS (
 )
 SELECT p.run_id,
        p.run_id AS entity_id,
-       p.newest AS observed_at,
+       p.newest::timestamptz AS observed_at,
        p.newest >= localtimestamp - %(min_age)s::interval AS in_flight,
        concat_ws('; ',
            CASE WHEN p.n <> coalesce(p.top, 0) THEN

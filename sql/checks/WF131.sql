@@ -65,7 +65,7 @@ due AS (
 )
 SELECT d.run_id,
        d.wait AS entity_id,
-       d.deadline::timestamp AS observed_at,
+       d.deadline AS observed_at,
        d.deadline >= now() - %(min_age)s::interval AS in_flight,
        format('wait %%s (%%s, due %%s) is re-enqueued after its deadline, last at %%s: '
               '%%s live continuation job(s), highest attempt %%s (jobs %%s)',

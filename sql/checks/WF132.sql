@@ -23,7 +23,7 @@ jobs AS (
 )
 SELECT j.body ->> 'runId' AS run_id,
        j.body ->> 'runId' AS entity_id,
-       max(j.created_at)::timestamp AS observed_at,
+       max(j.created_at) AS observed_at,
        max(j.created_at) >= now() - %(min_age)s::interval AS in_flight,
        format('%%s pending key-less wake-up jobs (jobs %%s)', count(*),
               array_to_string((array_agg(j.id ORDER BY j.id))[1:5], ',')) AS detail

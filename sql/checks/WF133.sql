@@ -31,7 +31,7 @@ job_runs AS (
 )
 SELECT r.id AS run_id,
        r.id AS entity_id,
-       r.updated_at AS observed_at,
+       to_timestamp(extract(epoch FROM r.updated_at)) AS observed_at,
        to_timestamp(extract(epoch FROM r.updated_at)) >= now() - %(min_age)s::interval
            OR (h.hooked
                AND to_timestamp(extract(epoch FROM w.resume_at)) >= now() - %(min_age)s::interval)

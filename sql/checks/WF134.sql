@@ -32,7 +32,7 @@ jobs AS (
 )
 SELECT j.run_id,
        j.id::text AS entity_id,
-       j.failed_at::timestamp AS observed_at,
+       j.failed_at AS observed_at,
        j.failed_at >= now() - %(min_age)s::interval AS in_flight,
        format('job %%s (key %%s) used all %%s attempts: %%s', j.id, j.key, j.attempts,
               left(coalesce(j.last_error, 'no error recorded'), 120)) AS detail

@@ -38,7 +38,7 @@ sessions AS (
 )
 SELECT l.run_id,
        l.id::text AS entity_id,
-       l.locked_at::timestamp AS observed_at,
+       l.locked_at AS observed_at,
        l.locked_at >= now() - %(min_age)s::interval AS in_flight,
        format('job %%s (key %%s, attempt %%s of %%s) locked by %%s since %%s (%%s min); '
               'last event of the run at %%s; %%s other client session(s) on this database%%s',

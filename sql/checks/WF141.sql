@@ -56,7 +56,7 @@ problems AS (
 )
 SELECT p.run_id,
        p.entity_id,
-       p.newest AS observed_at,
+       p.newest::timestamptz AS observed_at,
        p.newest >= localtimestamp - %(min_age)s::interval AS in_flight,
        p.detail
 FROM problems p

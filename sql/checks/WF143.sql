@@ -34,7 +34,7 @@ per_entity AS (
 )
 SELECT p.run_id,
        p.correlation_id AS entity_id,
-       p.newest AS observed_at,
+       p.newest::timestamptz AS observed_at,
        p.newest >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('%%s %%s sorts before the creation event %%s', p.outcome_type, p.first_outcome,
               p.created) AS detail

@@ -24,7 +24,7 @@ shared AS (
 )
 SELECT l.run_id,
        l.hook_id AS entity_id,
-       s.newest AS observed_at,
+       s.newest::timestamptz AS observed_at,
        s.newest >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('token %%s is held by %%s live runs: %%s', left(l.token, 12) || '...', s.runs,
               s.owners) AS detail

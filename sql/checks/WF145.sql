@@ -27,7 +27,7 @@ per_hook AS (
 )
 SELECT h.run_id,
        h.correlation_id AS entity_id,
-       h.newest AS observed_at,
+       h.newest::timestamptz AS observed_at,
        h.newest >= localtimestamp - %(min_age)s::interval AS in_flight,
        concat_ws('; ',
            CASE WHEN h.last_received > h.first_disposed THEN

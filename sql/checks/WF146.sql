@@ -39,7 +39,7 @@ late AS (
 )
 SELECT l.run_id,
        l.correlation_id AS entity_id,
-       max(l.created_at) AS observed_at,
+       max(l.created_at)::timestamptz AS observed_at,
        max(l.created_at) >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('%%s step_started after %%s %%s (first: %%s)', count(*), l.terminal_type,
               l.terminal_id, min(l.id)) AS detail

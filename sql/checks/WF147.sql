@@ -51,7 +51,7 @@ late AS (
 )
 SELECT l.run_id,
        l.run_id AS entity_id,
-       max(l.created_at) AS observed_at,
+       max(l.created_at)::timestamptz AS observed_at,
        max(l.created_at) >= localtimestamp - %(min_age)s::interval AS in_flight,
        format('%%s event(s) after %%s %%s: %%s', count(*), l.terminal_type, l.terminal_id,
               string_agg(l.type || '(' || coalesce(l.correlation_id, '-') || ')', ', '

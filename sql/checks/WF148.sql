@@ -54,7 +54,7 @@ starts AS (
 )
 SELECT s.run_id,
        s.step_id AS entity_id,
-       s.updated_at AS observed_at,
+       to_timestamp(extract(epoch FROM s.updated_at)) AS observed_at,
        to_timestamp(extract(epoch FROM s.updated_at)) >= now() - %(min_age)s::interval AS in_flight,
        format('step %%s: attempt %%s, %%s step_started event(s)', s.step_name, s.attempt,
               coalesce(st.started, 0)) AS detail

@@ -6,7 +6,7 @@
 -- params: none (the common parameters are passed and ignored).
 SELECT NULL::text AS run_id,
        n.nspname || '.' || i.relname AS entity_id,
-       NULL::timestamp AS observed_at,
+       NULL::timestamptz AS observed_at,
        false AS in_flight,
        format('index %%s on %%s is INVALID: %%s', i.relname, t.relname,
               pg_get_indexdef(i.oid)) AS detail

@@ -13,31 +13,20 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from tabulate import tabulate
 
+from wfctl.clock import timestamp
 from wfctl.errors import UsageError
 
 # A token holding a ULID-sized body (run/step/hook/event ids, `evnt_` slots, worker ids):
 # tables never cut one, whatever the terminal width.
 _ID_TOKEN = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 _CELL_BORDER = 3  # rich: one space of padding each side plus the column rule
-
-
-def timestamp(value: datetime | None, naive_zone: tzinfo = UTC) -> str | None:
-    """THE timestamp form of every output, text and JSON: ISO 8601 with offset, ms precision.
-
-    `naive_zone` says which clock a naive value was written in: the package stores JS
-    `Date`s as UTC wall clock and DB defaults as the session's (runtime.store.Store.aware).
-    """
-    if value is None:
-        return None
-    aware = value if value.tzinfo is not None else value.replace(tzinfo=naive_zone)
-    return aware.isoformat(timespec="milliseconds")
 
 
 def _jsonable(value: Any) -> Any:

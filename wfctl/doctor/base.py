@@ -16,6 +16,8 @@ from typing import Any
 
 import psycopg
 
+from wfctl.clock import timestamp
+
 # The 25 rule names of upstream's own consistency checker (vercel/workflow
 # workbench/sim-world): a shared vocabulary with the maintainers. A check names the rules it covers
 # in `Check.upstream_rules`; docs/checks.md lists the rules no check covers and why.
@@ -107,7 +109,7 @@ class Finding:
             "code": self.code,
             "run_id": self.run_id,
             "entity_id": self.entity_id,
-            "observed_at": self.observed_at.isoformat() if self.observed_at else None,
+            "observed_at": timestamp(self.observed_at),
             "in_flight": self.in_flight,
             "detail": self.detail,
         }

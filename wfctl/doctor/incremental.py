@@ -33,6 +33,7 @@ from typing import Any
 import psycopg
 
 from wfctl import __version__, sql
+from wfctl.clock import timestamp
 from wfctl.doctor import runner
 from wfctl.doctor.base import Check, Finding, Needs, Status
 from wfctl.world import ids
@@ -65,8 +66,8 @@ class Pass:
     def as_dict(self) -> dict[str, Any]:
         return {
             "full_pass": self.full,
-            "since": self.previous.verified_to.isoformat() if self.previous else None,
-            "watermark": self.mark.verified_to.isoformat(),
+            "since": timestamp(self.previous.verified_to_utc) if self.previous else None,
+            "watermark": timestamp(self.mark.verified_to_utc),
             "runs_checked": None if self.full else self.touched,
             "touched_seconds": round(self.touched_seconds, 3),
             "runs_flagged": len(self.flagged),

@@ -20,6 +20,7 @@ import psycopg
 from psycopg import errors as pgerrors
 
 from wfctl import __version__, sql
+from wfctl.clock import timestamp
 from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Status
 from wfctl.errors import ExitStatus
 from wfctl.world.model import World
@@ -102,7 +103,7 @@ class Report:
         return {
             "schema_version": REPORT_SCHEMA_VERSION,
             "tool": {"name": "wfctl", "version": __version__},
-            "generated_at": self.started_at.isoformat(),
+            "generated_at": timestamp(self.started_at),
             "duration_seconds": round(self.seconds, 4),
             "database": {
                 "name": self.world.database,

@@ -17,7 +17,8 @@ import typer
 
 from wfctl import sql
 from wfctl.cli.app import State, app, state
-from wfctl.cli.output import Format, timestamp
+from wfctl.cli.output import Format
+from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError

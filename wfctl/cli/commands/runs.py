@@ -21,7 +21,8 @@ from wfctl.cli.actions import (
 )
 from wfctl.cli.app import State, app, state
 from wfctl.cli.commands.run import runtime_store
-from wfctl.cli.output import Format, timestamp
+from wfctl.cli.output import Format
+from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
