@@ -108,9 +108,15 @@ def test_unlock_older_than_frees_the_dead_worker_never_the_live_one(db, runtimes
         status, report = wfctl("repair", "--apply", "--yes", "--reason", "worker OOM-killed",
                                *FORCE, "--unlock-older-than", "30m", "--only", "WF112")  # fmt: skip
         outcomes = {(i["code"], i["entity_id"]): i["outcome"] for i in report["items"]}
-        assert status == 0, report
+        assert status == 0, [(i["code"], i["outcome"], i["reason"]) for i in report["items"]]
         assert outcomes[("WF135", str(dead_job))] == "applied"
         assert outcomes[("WF112", next(iter(found["WF112"])))] == "applied"
+        with db.connect() as conn:  # one transaction: no worker could take the job in between
+            writers = conn.execute(
+                "SELECT code, xmin::text FROM wfctl.repair_log WHERE run_id = %s", (dead_run,)
+            ).fetchall()
+        assert {code for code, _ in writers} == {"WF135", "WF112"}, writers
+        assert len({xid for _, xid in writers}) == 1, writers
         assert ("WF135", str(live_lock[0])) not in outcomes
         assert job_locks(db).get(live_run) == live_lock  # the live lock, untouched
 

@@ -26,6 +26,8 @@ from wfctl.errors import UsageError
 # A token holding a ULID-sized body (run/step/hook/event ids, `evnt_` slots, worker ids):
 # tables never cut one, whatever the terminal width.
 _ID_TOKEN = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+# A timestamp in THE form (clock.timestamp) is read as one word too: folded, it misreads.
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$")
 _CELL_BORDER = 3  # rich: one space of padding each side plus the column rule
 
 
@@ -101,8 +103,8 @@ class Output:
     ) -> None:
         """A table in the chosen format: rich on text, tabulate for plain/markdown.
 
-        An id is never cut. On text, columns holding ids keep their full width and the other
-        columns wrap; columns empty in every row are left out; when the ids still do not fit
+        An id or a timestamp is never cut. On text, columns holding them keep their full width
+        and the other columns wrap; columns empty in every row are left out; when they do not fit
         the terminal, the `optional` columns are left out (said on stderr), and failing that
         each row is printed as a record (`column  value` lines, psql's expanded display).
         No rows: "none".
@@ -168,6 +170,6 @@ def _cell(value: Any) -> str:
 
 
 def _id_width(cells: list[list[str]], column: int) -> int:
-    """The widest id-holding word in a column (0: the column holds no id)."""
+    """The widest word in a column that must never be cut, an id or a timestamp (0: none)."""
     words = (w for row in cells for w in row[column].split())
-    return max((len(w) for w in words if _ID_TOKEN.search(w)), default=0)
+    return max((len(w) for w in words if _ID_TOKEN.search(w) or _TIMESTAMP.match(w)), default=0)

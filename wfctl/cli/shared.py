@@ -3,9 +3,10 @@
 Operators type `wfctl doctor --format json` and `wfctl runs list -o json` (kubectl, temporal)
 as often as the git/psql form `wfctl --format json doctor`. Rather than each command declaring
 `--format`/`--dsn` again (and a new command forgetting), `build()` turns the typer app into its
-click command tree and adds the same two options to every command and command group, with the
-global meaning: they override the global options of the same invocation. A new command gets
-them by being registered on `wfctl.cli.app.app` (or a sub-typer of it); nothing else to do.
+click command tree and adds the same options (those two and the session limits
+`--statement-timeout`, `--lock-timeout`, `--connect-timeout`) to every command and command
+group, with the global meaning: they override the global options of the same invocation. A
+new command gets them by being registered on `wfctl.cli.app.app` (or a sub-typer of it).
 `NO_SHARED_OPTIONS` lists the commands that never connect or print data (`completion`).
 
 The same pass fixes the help of every command, present and future: boolean and counting flags
@@ -18,6 +19,7 @@ hard line breaks are re-flowed into paragraphs so rich wraps them cleanly at any
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 from typing import Annotated, Any
 
@@ -65,6 +67,18 @@ def _late_dsn(ctx: typer.Context, value: str | None) -> None:
         st.target = Target(resolve_dsn(value), st.target.timeouts)
 
 
+def _late_timeout(field: str, floor: int) -> Any:
+    """`COMMAND --lock-timeout MS` (and the other limits): as before the command, and wins."""
+
+    def late(ctx: typer.Context, value: int | None) -> None:
+        st = _root_state(ctx)
+        if st is not None and value is not None:
+            limits = dataclasses.replace(st.target.timeouts, **{field: max(floor, value)})
+            st.target = Target(st.target.dsn, limits)
+
+    return late
+
+
 _carrier = typer.Typer(add_completion=False)
 
 
@@ -90,12 +104,40 @@ def _shared_options(
     dsn: Annotated[
         str | None, _late_option("--dsn", metavar="DSN", help=DSN_HELP, callback=_late_dsn)
     ] = None,
+    statement_timeout: Annotated[
+        int | None,
+        _late_option(
+            "--statement-timeout",
+            metavar="MS",
+            help="Per-statement limit in ms; 0 disables.",
+            callback=_late_timeout("statement_ms", 0),
+        ),
+    ] = None,
+    lock_timeout: Annotated[
+        int | None,
+        _late_option(
+            "--lock-timeout",
+            metavar="MS",
+            help="Lock wait limit in ms; 0 disables.",
+            callback=_late_timeout("lock_ms", 0),
+        ),
+    ] = None,
+    connect_timeout: Annotated[
+        int | None,
+        _late_option(
+            "--connect-timeout",
+            metavar="S",
+            help="Connection attempt limit in s.",
+            callback=_late_timeout("connect_s", 1),
+        ),
+    ] = None,
 ) -> None:
     """Carries the shared options: typer builds them once, `build()` attaches them."""
 
 
 def shared_params() -> list[Any]:
-    """The click parameters of `--format/-f/-o` and `--dsn`, as typer builds them."""
+    """The click parameters of `--format/-f/-o`, `--dsn` and the session limits, as typer
+    builds them."""
     return list(typer.main.get_command(_carrier).params)
 
 

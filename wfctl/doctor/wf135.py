@@ -23,8 +23,9 @@ CHECK = Check(
         repair="With --unlock-older-than AGE (and/or --unlock-dead-worker ID): list the locks "
         "older than AGE (dry run), then release exactly those, each re-checked under the job's "
         "row lock (same holder, still older than AGE), as graphile's own sweep does "
-        "(locked_at/locked_by cleared, run_at brought to now), audited. Younger locks are "
-        "never touched.",
+        "(locked_at/locked_by cleared, run_at brought to now), audited. When the run has "
+        "something else to repair, its locks are released in that repair's transaction, so "
+        "no worker takes the job before the run is healed. Younger locks are never touched.",
     ),
     needs=frozenset({Needs.QUEUE}),
 )

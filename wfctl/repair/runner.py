@@ -170,14 +170,14 @@ def repair(
     everything runs on `conn`. `unlock` first lists (dry run) or releases the dead workers'
     locks it selects (WF135), so the repairs of those runs are no longer refused.
     """
-    released = _release_locks(conn, options, unlock, apply, reason) if unlock else []
-    handled = {i.finding.entity_id for i in released}
+    locks = wf135.stale(conn, options.task, unlock, options.run_ids) if unlock else []
+    handled = {str(held["id"]) for held in locks}
     findings = [  # a young lock is a live delivery's: not even worth a "skipped" line
         f
         for f in detect(conn, world, options)
         if not (f.code == wf135.CODE and (f.in_flight or f.entity_id in handled))
     ]
-    report = RepairReport(applied=apply, before=counts(findings), items=released)
+    report = RepairReport(applied=apply, before=counts(findings), items=[])
     writer = EventWriter(slots=world.has_event_slots)
     batches: list[tuple[str, list[Finding]]] = []
     for run_id, group in groupby(findings, key=lambda f: f.run_id):
@@ -191,13 +191,28 @@ def repair(
         if todo and run_id:
             batches.append((run_id, todo))
     if not apply:
+        report.items[:0] = [_item(wf135.planned(held)) for held in locks]
         for run_id, todo in batches:
             report.items += _plan_run(conn, world, writer, options, run_id, todo)
         return report
 
+    # A stale lock of a run with something to heal is released in that run's transaction;
+    # the others at once, each on its own.
+    healing = {run_id for run_id, _ in batches}
+    with_run: dict[str, list[dict[str, Any]]] = {}
+    for held in locks:
+        if held["run_id"] in healing:
+            with_run.setdefault(held["run_id"], []).append(held)
+    alone = [held for held in locks if held["run_id"] not in healing]
+    if unlock is not None:
+        report.items[:0] = [_item(r) for r in wf135.release(conn, alone, unlock, reason)]
+
     def one(session: psycopg.Connection[Any], run_id: str, todo: list[Finding]) -> None:
         started = time.perf_counter()
-        items = _apply_run(session, world, writer, options, run_id, todo, reason, locked_jobs)
+        stale = _Stale(unlock, with_run.get(run_id, [])) if unlock is not None else None
+        items = _apply_run(
+            session, world, writer, options, run_id, todo, reason, locked_jobs, stale
+        )
         with lock:
             report.items.extend(items)
             report.lock_hold_ms.append((time.perf_counter() - started) * 1000)
@@ -213,20 +228,22 @@ def repair(
     return report
 
 
-def _release_locks(
-    conn: psycopg.Connection[Any],
-    options: RepairOptions,
-    unlock: wf135.Unlock,
-    apply: bool,
-    reason: str,
-) -> list[Item]:
-    """WF135 before everything else: the run repairs must see the locks already gone."""
-    return [
-        Item(r.finding, r.outcome, r.reason, actions=[r.action], audit_id=r.audit_id)
-        for r in wf135.release(
-            conn, options.task, unlock, apply=apply, reason=reason, run_ids=options.run_ids
-        )
-    ]
+def _item(release: wf135.Release) -> Item:
+    return Item(
+        release.finding,
+        release.outcome,
+        release.reason,
+        actions=[release.action],
+        audit_id=release.audit_id,
+    )
+
+
+@dataclass(frozen=True)
+class _Stale:
+    """A run's stale queue locks, released in its repair transaction (wf135)."""
+
+    unlock: wf135.Unlock
+    locks: list[dict[str, Any]]
 
 
 def _in_parallel(
@@ -381,13 +398,28 @@ def _apply_run(
     findings: list[Finding],
     reason: str,
     locked_jobs: LockedJobs,
+    stale: _Stale | None = None,
 ) -> list[Item]:
+    """One run's repairs in one transaction, under its row locks. Its stale queue locks
+    (`stale`) are released first in the same transaction, so no worker can take the job
+    before the heal commits; if the run's repair is refused, they are released on their
+    own afterwards, as the operator asked."""
     items: list[Item] = []
+    released: list[Item] = []
     try:
         with conn.transaction():
             ctx = _context(conn, world, writer, options, run_id, lock=True)
+            if stale and stale.locks:
+                released = [
+                    _item(wf135.release_one(conn, held, stale.unlock, reason))
+                    for held in stale.locks
+                ]
             if world.has_graphile:
-                holder = locked_jobs.holder(conn, options.task, run_id)
+                holder = (
+                    _holder_now(conn, options.task, run_id)
+                    if released
+                    else locked_jobs.holder(conn, options.task, run_id)
+                )
                 if holder is not None:
                     raise Refused(_locked_message(holder))
             for finding in findings:
@@ -397,11 +429,26 @@ def _apply_run(
         items = [Item(f, "refused", str(exc)) for f in findings if id(f) not in done] + [
             Item(i.finding, "refused", str(exc)) for i in items
         ]
+        released = _release_alone(conn, stale, reason)
     except pgerrors.LockNotAvailable:
         items = [
             Item(f, "refused", "lock timeout: another session holds the run") for f in findings
         ]
-    return items
+        released = _release_alone(conn, stale, reason)
+    return released + items
+
+
+def _holder_now(conn: psycopg.Connection[Any], task: str, run_id: str) -> dict[str, Any] | None:
+    """Who holds a job of the run as this transaction sees it (after its own releases)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(sql.load("repair/locked_jobs"), {"task": task}).fetchall()
+    return next((r for r in rows if r["run_id"] == run_id), None)
+
+
+def _release_alone(conn: psycopg.Connection[Any], stale: _Stale | None, reason: str) -> list[Item]:
+    if not stale or not stale.locks:
+        return []
+    return [_item(r) for r in wf135.release(conn, stale.locks, stale.unlock, reason)]
 
 
 def _locked_message(job: dict[str, Any]) -> str:

@@ -5,8 +5,10 @@ after 4 hours), and wfctl refuses every repair of that run while the lock stands
 at 3 a.m. does not know worker ids; they know how long a delivery can live. So the selector is
 an age (`--unlock-older-than 30m`), optionally plus worker ids they know are dead
 (`--unlock-dead-worker`). The dry run lists exactly the locks that would go; the apply
-releases each in its own short transaction, re-checked under the job's row lock (same
-holder, same instant, still selected), the way graphile's own sweep does, with an audit row.
+releases each re-checked under the job's row lock (same holder, same instant, still
+selected), the way graphile's own sweep does, with an audit row. A lock of a run that has
+something else to repair is released in that run's repair transaction: a live worker can
+take the job only once the run is healed, never between the release and the heal.
 A lock younger than the age, held by a worker not named, is never touched.
 """
 
@@ -51,83 +53,100 @@ class Release:
     audit_id: int | None = None
 
 
-def release(
-    conn: psycopg.Connection[Any],
-    task: str,
-    unlock: Unlock,
-    *,
-    apply: bool,
-    reason: str,
-    run_ids: tuple[str, ...] = (),
-) -> list[Release]:
-    """List (dry run) or release (apply) the selected locks, of `run_ids` only when given;
-    see the module docstring."""
+def stale(
+    conn: psycopg.Connection[Any], task: str, unlock: Unlock, run_ids: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """The locks `unlock` selects (of `run_ids` only when given), oldest first."""
     scope = {"task": task, "run_ids": list(run_ids) or None, **unlock.params()}
     with conn.cursor(row_factory=dict_row) as cur:
-        locks = cur.execute(sql.load("repair/stale_locks"), scope)
-        rows = locks.fetchall()
+        return cur.execute(sql.load("repair/stale_locks"), scope).fetchall()
+
+
+def planned(lock: dict[str, Any]) -> Release:
+    """What the dry run shows for one selected lock."""
+    return Release(_finding(lock), "planned", _action(lock))
+
+
+def release(
+    conn: psycopg.Connection[Any],
+    locks: list[dict[str, Any]],
+    unlock: Unlock,
+    reason: str,
+) -> list[Release]:
+    """Release each lock in its own short transaction (the locks of runs with nothing else to
+    repair; the others go in their run's repair transaction, see runner._apply_run)."""
     out = []
-    for lock in rows:
-        minutes = int(lock["held"].total_seconds() // 60)
-        finding = Finding(
-            CODE,
-            lock["run_id"],
-            str(lock["id"]),
-            lock["locked_at"],
-            False,
-            f"job {lock['id']} (key {lock['key']}) locked by {lock['locked_by']} since "
-            f"{lock['locked_at']} ({minutes} min)",
-        )
-        action = f"release job {lock['id']} held by {lock['locked_by']} for {minutes} min"
-        if not apply:
-            out.append(Release(finding, "planned", action))
-            continue
+    for lock in locks:
         with conn.transaction():
-            done = conn.execute(
-                sql.load("repair/release_lock"),
-                {
-                    "job_id": lock["id"],
-                    "locked_by": lock["locked_by"],
-                    "locked_at": lock["locked_at"],
-                    **unlock.params(),
-                },
-            ).fetchone()
-            if done is None or done[0] == 0:
-                out.append(
-                    Release(
-                        finding,
-                        "skipped",
-                        action,
-                        "state moved: the lock was released or taken by another worker meanwhile",
-                    )
-                )
-                continue
-            audit = conn.execute(
-                sql.load("repair/audit"),
-                {
-                    "version": __version__,
-                    "reason": reason,
-                    "code": CODE,
-                    "run_id": lock["run_id"],
-                    "entity_id": str(lock["id"]),
-                    "event_ids": [],
-                    "details": Jsonb(
-                        {
-                            "actions": [action],
-                            "locked_by": lock["locked_by"],
-                            "locked_at": lock["locked_at"].isoformat(),
-                            "held_seconds": lock["held"].total_seconds(),
-                            "selector": {
-                                "older_than_seconds": unlock.older_than.total_seconds()
-                                if unlock.older_than
-                                else None,
-                                "workers": list(unlock.workers),
-                            },
-                            "queues_released": done[1],
-                        }
-                    ),
-                },
-            ).fetchone()
-            assert audit is not None
-            out.append(Release(finding, "applied", action, audit_id=int(audit[0])))
+            out.append(release_one(conn, lock, unlock, reason))
     return out
+
+
+def release_one(
+    conn: psycopg.Connection[Any], lock: dict[str, Any], unlock: Unlock, reason: str
+) -> Release:
+    """Release one lock and audit it, in the caller's transaction: re-checked under the
+    job's row lock (same holder, same instant, still selected), else skipped."""
+    finding, action = _finding(lock), _action(lock)
+    done = conn.execute(
+        sql.load("repair/release_lock"),
+        {
+            "job_id": lock["id"],
+            "locked_by": lock["locked_by"],
+            "locked_at": lock["locked_at"],
+            **unlock.params(),
+        },
+    ).fetchone()
+    if done is None or done[0] == 0:
+        return Release(
+            finding,
+            "skipped",
+            action,
+            "state moved: the lock was released or taken by another worker meanwhile",
+        )
+    audit = conn.execute(
+        sql.load("repair/audit"),
+        {
+            "version": __version__,
+            "reason": reason,
+            "code": CODE,
+            "run_id": lock["run_id"],
+            "entity_id": str(lock["id"]),
+            "event_ids": [],
+            "details": Jsonb(
+                {
+                    "actions": [action],
+                    "locked_by": lock["locked_by"],
+                    "locked_at": lock["locked_at"].isoformat(),
+                    "held_seconds": lock["held"].total_seconds(),
+                    "selector": {
+                        "older_than_seconds": unlock.older_than.total_seconds()
+                        if unlock.older_than
+                        else None,
+                        "workers": list(unlock.workers),
+                    },
+                    "queues_released": done[1],
+                }
+            ),
+        },
+    ).fetchone()
+    assert audit is not None
+    return Release(finding, "applied", action, audit_id=int(audit[0]))
+
+
+def _finding(lock: dict[str, Any]) -> Finding:
+    minutes = int(lock["held"].total_seconds() // 60)
+    return Finding(
+        CODE,
+        lock["run_id"],
+        str(lock["id"]),
+        lock["locked_at"],
+        False,
+        f"job {lock['id']} (key {lock['key']}) locked by {lock['locked_by']} since "
+        f"{lock['locked_at']} ({minutes} min)",
+    )
+
+
+def _action(lock: dict[str, Any]) -> str:
+    minutes = int(lock["held"].total_seconds() // 60)
+    return f"release job {lock['id']} held by {lock['locked_by']} for {minutes} min"

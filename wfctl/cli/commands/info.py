@@ -127,9 +127,14 @@ def _spec_lines(versions: list[dict[str, Any]]) -> list[str]:
     for v in versions:
         expired = f", {v['expired_runs']:,} emptied by retention" if v["expired_runs"] else ""
         lines.append(
-            f"  spec {v['spec_version'] or 'none'} ({v['name']}): {v['runs']:,} runs{expired}, "
-            f"{v['events']:,} events"
+            f"  spec {v['spec_version'] or 'none'} ({v['name']}): {_count(v['runs'], 'run')}"
+            f"{expired}, {_count(v['events'], 'event')}"
         )
         skips = f"skips {', '.join(v['doctor_skips'])}" if v["doctor_skips"] else "runs every check"
         lines.append(f"    doctor {skips}" + "".join(f"; {n}" for n in v["notes"]))
     return lines
+
+
+def _count(n: int, noun: str) -> str:
+    """`1 run`, `1,024 runs`."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"

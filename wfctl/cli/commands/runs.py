@@ -104,6 +104,7 @@ def list_runs(
             (i["id"], i["status"], short_name(i["name"]), i["created_at"], i["error_code"])
             for i in items
         ],
+        optional=("workflow", "created"),
     )
 
 
