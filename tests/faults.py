@@ -17,9 +17,12 @@ before handing the database to anything else. Use an autocommit connection.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import threading
 import time
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -282,3 +285,28 @@ def installed_faults(conn: psycopg.Connection[Any]) -> list[str]:
         " UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE 'wfctl\\_fault\\_%'"
     ).fetchall()
     return sorted(r[0] for r in rows)
+
+
+@contextlib.contextmanager
+def held(dsn: str, statement: str, params: tuple[Any, ...] = ()) -> Iterator[None]:
+    """Another session holds what `statement` locks (a row `FOR UPDATE`, a `LOCK TABLE`) until
+    the block ends: the contention a repair or a check meets beside a live writer."""
+    ready, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with psycopg.connect(dsn) as conn:
+            conn.execute(statement, params)
+            ready.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert ready.wait(10), "the holding session did not take its lock"
+        yield
+    finally:
+        release.set()
+        holder.join()
+
+
+ROW_LOCK = "SELECT 1 FROM workflow.workflow_runs WHERE id = %s FOR UPDATE"  # for held()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests import realworld as rw
 from tests.conftest import _create_db, _drop_db
-from tests.faults import drop_faults, fail_insert
+from tests.faults import drop_faults, fail_insert, held
 from wfctl.errors import ExitStatus
 
 SCHEMA = json.loads(
@@ -214,18 +213,7 @@ def test_select_only_role_without_the_queue_schema(sick_world, pg_server, real_w
 
 
 def test_statement_timeout_makes_a_check_unknown(sick_world, real_world, run_cli) -> None:
-    ready, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with psycopg.connect(real_world.dsn) as conn:
-            conn.execute("LOCK TABLE workflow.workflow_steps IN ACCESS EXCLUSIVE MODE")
-            ready.set()
-            release.wait(30)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert ready.wait(10)
+    with held(real_world.dsn, "LOCK TABLE workflow.workflow_steps IN ACCESS EXCLUSIVE MODE"):
         status, out, _ = run_cli(
             "--dsn",
             real_world.dsn,
@@ -239,9 +227,6 @@ def test_statement_timeout_makes_a_check_unknown(sick_world, real_world, run_cli
             "--only",
             "WF101,WF112",
         )
-    finally:
-        release.set()
-        holder.join()
     checks = {c["code"]: c for c in json.loads(out)["checks"]}
     assert checks["WF101"]["status"] == "unknown" and "timeout" in checks["WF101"]["message"]
     assert checks["WF112"]["status"] in ("ok", "in_flight")

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
-
-import psycopg
 
 from tests import realworld as rw
 from tests.checks.test_wf101 import orphan_step
 from tests.checks.test_wf103 import orphan_hook
 from tests.checks.test_wf112 import completed_wait_without_event
-from tests.faults import slow_insert, wait_for_sleeper
+from tests.faults import ROW_LOCK, held, slow_insert, wait_for_sleeper
 from tests.repair.conftest import FORCE, events, outcomes
 from wfctl.connection.db import Target
 from wfctl.connection.dsn import ResolvedDsn
@@ -117,18 +114,7 @@ def test_state_moved_between_detection_and_lock_is_refused(world, real_world) ->
 
 def test_lock_timeout_is_refused_and_writes_nothing(world, real_world, run_cli) -> None:
     run_id, step_id = orphan_step(world, real_world)
-    ready, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with psycopg.connect(real_world.dsn) as conn:
-            conn.execute("SELECT 1 FROM workflow.workflow_runs WHERE id = %s FOR UPDATE", (run_id,))
-            ready.set()
-            release.wait(30)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert ready.wait(10)
+    with held(real_world.dsn, ROW_LOCK, (run_id,)):
         started = time.monotonic()
         status, out, _ = run_cli(
             "--dsn",
@@ -145,9 +131,6 @@ def test_lock_timeout_is_refused_and_writes_nothing(world, real_world, run_cli) 
             "WF101",
         )
         assert time.monotonic() - started < 20
-    finally:
-        release.set()
-        holder.join()
     assert status == 2 and "lock timeout" in out
     assert events(real_world, run_id, step_id) == []
 

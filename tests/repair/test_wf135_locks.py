@@ -6,12 +6,10 @@ row); the real runtime's live and killed workers are in tests/repair/test_real_l
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-import psycopg
-
 from tests.checks.test_wf135 import two_locked_runs
+from tests.faults import ROW_LOCK, held
 from tests.repair.conftest import events, outcomes
 
 
@@ -98,26 +96,10 @@ def test_lock_released_with_the_heal_or_alone_when_the_heal_is_refused(
     with the heal); when the heal is refused (another session holds the run row), the lock
     is still released, on its own, as asked."""
     dead_run, _, dead_job, _ = two_locked_runs(world, real_world)
-    ready, done = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with psycopg.connect(real_world.dsn) as conn:
-            conn.execute(
-                "SELECT 1 FROM workflow.workflow_runs WHERE id = %s FOR UPDATE", (dead_run,)
-            )
-            ready.set()
-            done.wait(30)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert ready.wait(10)
+    with held(real_world.dsn, ROW_LOCK, (dead_run,)):
         status, report = apply(
             real_world, "--lock-timeout", "200", "--unlock-older-than", "30m", "--only", "WF101"
         )
-    finally:
-        done.set()
-        holder.join()
     assert status == 2 and outcomes(report) == {"WF135": ["applied"], "WF101": ["refused"]}
     assert {row[0]: row for row in locks(real_world)}[dead_job][1:3] == (None, None)
     assert [row[0] for row in audit(real_world)] == ["WF135"]

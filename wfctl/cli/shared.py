@@ -67,8 +67,9 @@ def _late_dsn(ctx: typer.Context, value: str | None) -> None:
         st.target = Target(resolve_dsn(value), st.target.timeouts)
 
 
-def _late_timeout(field: str, floor: int) -> Any:
+def _late_limit(field: str) -> Any:
     """`COMMAND --lock-timeout MS` (and the other limits): as before the command, and wins."""
+    floor = 1 if field == "connect_s" else 0
 
     def late(ctx: typer.Context, value: int | None) -> None:
         st = _root_state(ctx)
@@ -95,6 +96,14 @@ def _late_option(*flags: str, metavar: str, help: str, callback: Any) -> Any:
     )
 
 
+def _limit(flag: str, metavar: str, what: str, field: str) -> Any:
+    """A session limit's option (`connection.db.Timeouts.<field>`)."""
+    disables = "" if field == "connect_s" else "; 0 disables"
+    return _late_option(
+        flag, metavar=metavar, help=f"{what}{disables}.", callback=_late_limit(field)
+    )
+
+
 @_carrier.command()
 def _shared_options(
     output_format: Annotated[
@@ -105,31 +114,13 @@ def _shared_options(
         str | None, _late_option("--dsn", metavar="DSN", help=DSN_HELP, callback=_late_dsn)
     ] = None,
     statement_timeout: Annotated[
-        int | None,
-        _late_option(
-            "--statement-timeout",
-            metavar="MS",
-            help="Per-statement limit in ms; 0 disables.",
-            callback=_late_timeout("statement_ms", 0),
-        ),
+        int | None, _limit("--statement-timeout", "MS", "Per-statement limit in ms", "statement_ms")
     ] = None,
     lock_timeout: Annotated[
-        int | None,
-        _late_option(
-            "--lock-timeout",
-            metavar="MS",
-            help="Lock wait limit in ms; 0 disables.",
-            callback=_late_timeout("lock_ms", 0),
-        ),
+        int | None, _limit("--lock-timeout", "MS", "Lock wait limit in ms", "lock_ms")
     ] = None,
     connect_timeout: Annotated[
-        int | None,
-        _late_option(
-            "--connect-timeout",
-            metavar="S",
-            help="Connection attempt limit in s.",
-            callback=_late_timeout("connect_s", 1),
-        ),
+        int | None, _limit("--connect-timeout", "S", "Connection attempt limit in s", "connect_s")
     ] = None,
 ) -> None:
     """Carries the shared options: typer builds them once, `build()` attaches them."""
