@@ -93,8 +93,6 @@ def test_a_hand_emptied_row_is_found_from_run_created(world, real_world, doctor)
     run_id = rw.new_run_id()
     world.ok([rw.run_created(run_id, attributes={"team": "a"}), rw.run_started(run_id)])
     with real_world.connect() as conn:
-        conn.execute(
-            "UPDATE workflow.workflow_runs SET attributes = '{}' WHERE id = %s", (run_id,)
-        )
+        conn.execute("UPDATE workflow.workflow_runs SET attributes = '{}' WHERE id = %s", (run_id,))
     check = assert_fires(doctor, real_world, "WF149", "attributes")
     assert "'team': absent on the row, 'a' by the log" in check["samples"][0]["detail"]

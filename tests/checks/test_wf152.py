@@ -35,6 +35,6 @@ def test_runtime_shaped_completions_are_silent(world, real_world, doctor) -> Non
 def test_young_completions_are_in_flight(world, real_world, doctor) -> None:
     run_id, wait_id, resume_at = sleeping(world)
     world.ok([rw.wait_completed(run_id, wait_id, resume_at + timedelta(milliseconds=1))])
-    status, checks, _ = doctor(real_world, "--only", "WF152")
+    _, checks, _ = doctor(real_world, "--only", "WF152")
     assert checks["WF152"]["in_flight"] == 1 and checks["WF152"]["count"] == 0
     assert "+0.001 s" in checks["WF152"]["samples"][0]["detail"]

@@ -47,7 +47,7 @@ def test_the_package_never_moves_the_rows_deadline(world, real_world, doctor) ->
             "SELECT resume_at FROM workflow.workflow_waits WHERE run_id = %s", (run_id,)
         ).fetchall()
     assert on_row == first.replace(tzinfo=None)
-    status, checks, _ = doctor(real_world, "--min-age", "0s", "--only", "WF153,WF102")
+    _, checks, _ = doctor(real_world, "--min-age", "0s", "--only", "WF153,WF102")
     assert checks["WF153"]["count"] == 0 and checks["WF102"]["count"] == 1, checks
 
 

@@ -35,6 +35,8 @@ def iso(value: Any) -> str:
     if not isinstance(value, datetime):
         return repr(value)
     ms = millis(value)
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z"
+    return (
+        datetime.fromtimestamp(ms / 1000, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
     )

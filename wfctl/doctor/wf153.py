@@ -43,8 +43,8 @@ CHECK = ResumeAtRowCheck(
         "the row is misled: wfctl's overdue-wait check (WF131) and a wait_completed "
         "rebuilt from the row would carry a deadline the replay rejects (WF152).",
         cause="The package inserts row and event from one eventData, and refuses a second "
-        "wait_created for the same wait (\"already exists\": no event, no update), so the "
-        "runtime never moves the row's deadline; a hand edit (e.g. \"wake it now\") does.",
+        'wait_created for the same wait ("already exists": no event, no update), so the '
+        'runtime never moves the row\'s deadline; a hand edit (e.g. "wake it now") does.',
         repair="Sets the row's resume_at to the event's resumeAt, under the wait row lock, "
         "after re-checking: the event is what the runtime reads. No event is written. To "
         "really move a deadline, wake the run instead (`wfctl repair`, WF133).",
