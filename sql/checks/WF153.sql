@@ -6,7 +6,8 @@
 -- moves the row's deadline. A hand edit does ("wake the sleeper now": UPDATE resume_at), and
 -- nothing reads it: the runtime schedules and completes the wait from the event. Tools that
 -- do read the row are misled: wfctl's own WF102 / WF131 use it.
--- A wait row without wait_created is WF102's, not a candidate here.
+-- A wait row without wait_created is WF102's, not a candidate here. Runs of spec >= 9 are
+-- skipped: the log is authoritative there and the package keeps no wait state in step.
 -- Age: the wait row's updated_at (JS clock) as an instant.
 -- Columns: the five finding columns (detail left to Python), then the row's resume_at as an
 -- instant and the event's payload.
@@ -31,6 +32,7 @@ JOIN workflow.workflow_events e
 WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
   AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
   AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
+  AND NOT coalesce(substring(r.spec_version FROM '^[0-9]{1,9}$')::int >= 9, false)
   AND w.resume_at IS NOT NULL
   AND e.payload_cbor IS NOT NULL
 ORDER BY w.updated_at;
