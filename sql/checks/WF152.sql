@@ -3,7 +3,8 @@
 -- reports the waits whose wait_completed carries a resumeAt that differs from wait_created's
 -- (compared in whole milliseconds, as the runtime does).
 -- Core beta.39 copies resumeAt from the wait_created event into wait_completed, and its sleep
--- consumer fails the replay (ReplayDivergenceError) when the two differ, on every replay. So
+-- consumer fails the replay (ReplayDivergenceError; the run ends failed, CORRUPTED_EVENT_LOG)
+-- when the two differ by even 1 ms. So
 -- only another writer makes them differ: a hand-written or tool-written wait_completed that
 -- took the wait row's resume_at (WF153) or a recomputed deadline. A wait_completed without
 -- a payload (resumeAt omitted, which the runtime accepts) is not a candidate.

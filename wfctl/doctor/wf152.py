@@ -40,7 +40,7 @@ CHECK = ResumeAtLogCheck(
         "(compared in whole milliseconds). A wait_completed without resumeAt is fine.",
         why_stuck="Core beta.39's sleep consumer takes the deadline from wait_created and "
         "fails the replay with ReplayDivergenceError when wait_completed names another "
-        "instant: the run fails, or is failed again on every replay.",
+        "instant, even 1 ms: the next replay fails the run (error code CORRUPTED_EVENT_LOG).",
         cause="The runtime copies resumeAt from wait_created, so the package never writes "
         "this; a hand-written or tool-written wait_completed does, when it took the wait "
         "row's resume_at (which can differ, WF153) or recomputed the deadline.",
