@@ -13,10 +13,8 @@
 from __future__ import annotations
 
 import gzip
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +25,14 @@ from tests.checks.test_wf149 import attributes
 from tests.conftest import Db
 from tests.faults import fail_insert
 from tests.judge import Runtime, wait_for_status, wait_until
+from tests.repair.test_real_judge import (  # noqa: F401  (fixtures)
+    FORCE,
+    TERMINAL,
+    db,
+    runtime_folder,
+    runtimes,
+    wfctl,
+)
 from wfctl.doctor.resume_at import resume_at
 from wfctl.world import codec
 
@@ -34,56 +40,24 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not judge.available(), reason="node/npm not found: no real runtime"),
 ]
-FORCE = ("--min-age", "0s", "--force-min-age")
-TERMINAL = {"completed", "failed", "cancelled"}
 
 
-@pytest.fixture(scope="module")
-def runtime_folder() -> Path:
-    return judge.build_runtime()[0]
-
-
-@pytest.fixture
-def runtimes(real_world: Db, tmp_path: Path, runtime_folder: Path) -> Iterator[Any]:
-    started: list[Runtime] = []
-
-    def start(name: str, **env: str) -> Runtime:
-        rt = Runtime(real_world.dsn, tmp_path, env, name=name, folder=runtime_folder)
-        started.append(rt)
-        return rt.start()
-
-    yield start
-    for rt in started:
-        rt.stop()
-        print(rt.log_tail(4000))
-
-
-@pytest.fixture
-def wfctl(run_cli: Any, real_world: Db) -> Callable[..., tuple[int, Any]]:
-    def run(*args: str) -> tuple[int, Any]:
-        status, out, err = run_cli("--dsn", real_world.dsn, "--format", "json", *args)
-        assert out, err
-        return status, json.loads(out)
-
-    return run
-
-
-def found(wfctl: Callable[..., tuple[int, Any]], code: str) -> dict[str, str]:
+def found(cli: Callable[..., tuple[int, Any]], code: str) -> dict[str, str]:
     """{run id: detail} of one check over every run."""
-    _, report = wfctl("doctor", "--all", "--min-age", "0s", "--only", code)
+    _, report = cli("doctor", "--all", "--min-age", "0s", "--only", code)
     [check] = report["checks"]
     return {s["run_id"]: s["detail"] for s in check["samples"]}
 
 
-def event_types(db: Db, run_id: str) -> list[str]:
-    with db.connect() as conn:
+def event_types(database: Db, run_id: str) -> list[str]:
+    with database.connect() as conn:
         rows = conn.execute(
             "SELECT type FROM workflow.workflow_events WHERE run_id = %s ORDER BY id", (run_id,)
         ).fetchall()
     return [r[0] for r in rows]
 
 
-def test_wf149_torn_set_attributes_then_cancelled(real_world, world, runtimes, wfctl) -> None:
+def test_wf149_torn_set_attributes_then_cancelled(real_world, world, runtimes, wfctl) -> None:  # noqa: F811
     run_id = rw.new_run_id()
     rt = runtimes("tagged")
     with (
@@ -126,7 +100,7 @@ def _parked(real_world: Db, rt: Runtime, x: int) -> tuple[str, str, Any]:
     return run_id, wait_id, resume_at(payload)
 
 
-def test_wf152_the_runtime_rejects_a_moved_deadline(real_world, world, runtimes, wfctl) -> None:
+def test_wf152_the_runtime_rejects_a_moved_deadline(real_world, world, runtimes, wfctl) -> None:  # noqa: F811
     rt = runtimes("nap")
     moved, moved_wait, deadline = _parked(real_world, rt, 1)
     exact, exact_wait, exact_deadline = _parked(real_world, rt, 2)
