@@ -44,7 +44,7 @@ from wfctl.doctor.runner import DoctorOptions  # noqa: E402
 # live-only tables (waits, hooks), the queue or the catalog and plan the same either way.
 HISTORY_CHECKS = {
     "WF101", "WF111", "WF113", "WF121", "WF122", "WF123", "WF141",
-    "WF142", "WF143", "WF145", "WF146", "WF147", "WF148",
+    "WF142", "WF143", "WF145", "WF146", "WF147", "WF148", "WF149", "WF152", "WF154",
 }  # fmt: skip
 NO_PLAN = "(no plan yet: added after the last full run of this script)"
 OUTPUT = ROOT / "docs" / "checks.md"

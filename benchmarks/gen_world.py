@@ -42,7 +42,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +163,9 @@ def tagged(data: bytes) -> cbor2.CBORTag:
     return cbor2.CBORTag(64, data)  # cbor-x writes a Uint8Array as tag 64
 
 
-def event_payload(rng: random.Random, etype: str, step_name: str, wf: str) -> bytes | None:
+def event_payload(
+    rng: random.Random, etype: str, step_name: str, wf: str, variant: int = 0
+) -> bytes | None:
     """CBOR eventData of one event type (reference §3.2), sizes as the runtime writes them."""
     now_ms = 1_764_000_000_000 + rng.randrange(10**9)
     data: dict[str, Any] | None
@@ -199,9 +201,12 @@ def event_payload(rng: random.Random, etype: str, step_name: str, wf: str) -> by
         if etype == "step_retrying":
             data["retryAfter"] = cbor2.CBORTag(1, now_ms / 1000)
     elif etype in ("wait_created", "wait_completed"):
-        data = {"resumeAt": cbor2.CBORTag(1, now_ms / 1000)}
+        # one instant per variant whatever the type: a history wait's two events share a
+        # variant, so wait_completed carries wait_created's resumeAt as core writes it
+        data = {"resumeAt": cbor2.CBORTag(1, (1_764_000_000_000 + variant * 1000) / 1000)}
     elif etype == "attr_set":
-        data = {"changes": [{"key": "tenant", "value": f"t{rng.randrange(999)}"}],
+        rng.randrange(999)  # the draw the generator always made (same worlds otherwise)
+        data = {"changes": [{"key": "tenant", "value": "t1"}],  # the rows hold tenant=t1
                 "writer": {"type": "workflow"}}  # fmt: skip
     elif etype == "hook_created":
         data = {"token": f"tok_{rng.randrange(10**12)}", "isWebhook": True}
@@ -312,10 +317,13 @@ FROM (
            to_timestamp({ev_ms} / 1000.0)::timestamp AS created_at,
            h.id AS run_id,
            CASE WHEN h.slot THEN 7 ELSE 5 END AS spec,
-           (h.i + k) %% {VARIANTS} AS v
+           (h.i + k) %% {VARIANTS} AS v,
+           h.i %% {VARIANTS} AS wv
     FROM hist h CROSS JOIN generate_series(1, {e}) k
 ) x
-LEFT JOIN pg_temp.payloads p ON p.type = x.type AND p.v = x.v""",
+LEFT JOIN pg_temp.payloads p
+  ON p.type = x.type
+ AND p.v = CASE WHEN x.type IN ('wait_created', 'wait_completed') THEN x.wv ELSE x.v END""",
         "steps": f"""
 INSERT INTO workflow.workflow_steps
     (run_id, step_id, step_name, status, attempt, started_at, completed_at, created_at,
@@ -443,7 +451,7 @@ class RunBuilder:
 
     def event(
         self, etype: str, corr: str | None = None, *, at: datetime | None = None,
-        legacy_id: bool = False,
+        legacy_id: bool = False, data: dict[str, Any] | None = None,
     ) -> str:  # fmt: skip
         when = at or self.tick()
         self.clock = max(self.clock, when)
@@ -454,6 +462,8 @@ class RunBuilder:
             eid = f"wevt_{new_ulid(when)}"
         step_name = self.rows.rng.choice(STEPS)
         payload = event_payload(self.rows.rng, etype, step_name, self.workflow)
+        if data is not None:  # what the runtime writes for this entity (a wait's resumeAt)
+            payload = cbor2.dumps(data)
         spec = int(self.spec) if self.spec.isdigit() else None
         self.rows.events.append((eid, etype, corr, when, self.id, payload, spec))
         return eid
@@ -505,11 +515,13 @@ class RunBuilder:
         corr = self.corr("wait")
         implied = ("wait_created",) if status == "waiting" else ("wait_created", "wait_completed")
         created = at or self.tick()
+        resume = created + resume_in
+        # wait_created carries the row's resume_at, wait_completed copies it (core beta.39)
+        data = {"resumeAt": cbor2.CBORTag(1, resume.replace(tzinfo=UTC).timestamp())}
         first = True
         for etype in implied if events is None else events:
-            self.event(etype, corr, at=created if first else None)
+            self.event(etype, corr, at=created if first else None, data=data)
             first = False
-        resume = created + resume_in
         done = self.clock if status == "completed" else None
         self.rows.waits.append((
             wait_row_key(self.id, corr), self.id, status, resume, done, created,
@@ -948,7 +960,11 @@ class Options:
 def payload_table(conn: psycopg.Connection[Any], rng: random.Random) -> None:
     conn.execute("CREATE TEMP TABLE payloads (type text, v int, b bytea, PRIMARY KEY (type, v))")
     rows = [
-        (etype, v, event_payload(rng, etype, STEPS[v % len(STEPS)], WORKFLOWS[v % len(WORKFLOWS)]))
+        (
+            etype,
+            v,
+            event_payload(rng, etype, STEPS[v % len(STEPS)], WORKFLOWS[v % len(WORKFLOWS)], v),
+        )
         for etype in PAYLOAD_TYPES
         for v in range(VARIANTS)
     ]

@@ -37,7 +37,10 @@ REPORT_ONLY = [  # reported, never written: no append makes them right
     "shared_token_first",  # which run owns the token is the operator's call
     "shared_token_second",
 ]
-CORRUPT = ["exhausted_job", *(c.label for c in CRASHES), "lost_wake_up", *REPORT_ONLY]
+CORRUPT = [
+    "exhausted_job", "attributes_torn", *(c.label for c in CRASHES), "lost_wake_up",
+    *REPORT_ONLY,
+]  # fmt: skip
 REPAIRABLE = [label for label in CORRUPT if label not in REPORT_ONLY]
 WORLDS = ["healthy", "faulted"]
 faulted = pytest.mark.parametrize("trial", ["faulted"], indirect=True)

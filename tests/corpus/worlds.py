@@ -10,14 +10,16 @@ Two worlds, built once per session:
 - `healthy`: background runs in every state (completed, failed, cancelled, running on a step
   waiting for its retry, a long sleeper of days with two live continuation jobs keyed
   `wait_<id>:hop-N` from two settings of WORKFLOW_WAIT_CONTINUATION_MAX_DELAY_SECONDS,
-  waiting on a hook, pending after one failed delivery). Nothing in it is corrupt.
+  waiting on a hook, sleeping after setting and deleting attributes, pending after one
+  failed delivery). Nothing in it is corrupt.
 - `faulted`: the same background (cloned before its pending run), then every family the real
   runtime produces, each in its own run: orphan step / wait / hook rows, a step and a wait
   completed without their events, a run completed without `run_completed`, a run row without
   `run_created`, a lost wake-up (job deleted mid-sleep), an exhausted job (flow route down),
   `hook_received` before `hook_created` (a hook resumed inside the window), one hook token
-  owned by two live runs (two creations racing); the crash leaves its runs' jobs locked by
-  the SIGKILLed runtime's workers.
+  owned by two live runs (two creations racing), run attributes ahead of the log (an
+  attr_set insert failing until the run is cancelled); the crash leaves its runs' jobs
+  locked by the SIGKILLed runtime's workers.
 
 Each run carries what the tests judge it by (`Run`): the doctor codes expected for it (empty:
 healthy), the state its workflow ends in once repaired and driven by the runtime, and the
@@ -157,6 +159,8 @@ def build_background(b: Builder) -> None:
     b.add(Run("step_retrying", patient, note="running on a step whose retry is due in 2 h"))
     long_sleep = rt.start_run("longSleep", [7, 3], module="corpus")
     b.add(Run("long_sleep", long_sleep, note="3-day sleep, hop jobs of two settings"))
+    tagged = rt.start_run("tagged", [9], module="rules")
+    b.add(Run("attributes", tagged, note="set and deleted attributes, then a 1-hour sleep"))
 
     wait_until(lambda: b.has_event(hooked_done, "hook_created"), SETTLE, "hook_created")
     rt.resume_hook("corpus-done", {"n": 5})
@@ -168,6 +172,7 @@ def build_background(b: Builder) -> None:
     wait_until(lambda: b.has_event(waiting, "hook_created"), SETTLE, "hook_created")
     wait_until(lambda: b.has_event(patient, "step_retrying"), SETTLE, "step_retrying")
     wait_until(lambda: b.has_event(long_sleep, "wait_created"), SETTLE, "wait_created")
+    wait_until(lambda: b.has_event(tagged, "wait_created"), SETTLE, "wait_created")
     quiesce(b)
     rt.stop()
     # A restart with another continuation limit: its startup recovery replays the sleeper,
@@ -307,6 +312,33 @@ def _shared_token(b: Builder, rt: Runtime) -> None:
     assert owners == 2, f"the race was missed: {owners} owner(s)"
     for label, run_id in (("shared_token_first", first), ("shared_token_second", second)):
         b.add(Run(label, run_id, "hook token owned by two live runs", repairable=False))
+
+
+def add_torn_attributes(b: Builder) -> None:
+    """A workflow's second setAttributes() loses its attr_set event: the package UPDATEs the
+    run's attributes, then the event insert fails (every time: a trigger), so each retried
+    delivery moves the row again and journals nothing; the operator cancels the run, and no
+    redelivery can heal it any more (attr_set is refused on a terminal run)."""
+    rt = b.runtime("torn-attributes", JUDGE_REENQUEUE="0")
+    run_id = rw.new_run_id()
+    with b.connect() as conn:
+        fault = fail_insert(conn, "workflow_events", run_id, "attr_set", times=None, skip=1)
+        rt.start_run("tagged", [14], run_id, module="rules")
+        wait_until(lambda: fault.matches() >= 2, SETTLE, "the second attr_set refused")
+        rt.cancel(run_id)
+        b.settle(run_id, TERMINAL)
+        fault.drop()
+    quiesce(b)
+    rt.stop()
+    b.add(
+        Run(
+            "attributes_torn",
+            run_id,
+            "run attributes ahead of the log (attr_set lost, run cancelled)",
+            frozenset({"WF149"}),
+            end="cancelled",
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -452,7 +484,7 @@ def dead_workers(dsn: str) -> list[str]:
 
 WORLD_STEPS: dict[str, tuple[Callable[[Builder], None], ...]] = {
     "healthy": (add_pending,),
-    "faulted": (add_exhausted, add_hook_races, add_crashes, add_pending),
+    "faulted": (add_exhausted, add_hook_races, add_torn_attributes, add_crashes, add_pending),
 }
 
 

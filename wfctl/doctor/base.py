@@ -3,7 +3,8 @@
 A check is declarative: its code, title, severity, what it needs (slot era, graphile), its
 SQL file, a one-line remedy and a longer explanation for `doctor --explain`. The runner
 (wfctl.doctor.runner) executes the SQL; a check only overrides `extra_findings` when part of the
-answer is computed in Python (WF151's catalog comparison).
+answer is computed in Python (WF151's catalog comparison), or `finding` when its SQL selects
+candidates whose CBOR payloads Python decodes and compares (WF149, WF152-WF154).
 """
 
 from __future__ import annotations
@@ -52,17 +53,10 @@ UPSTREAM_RULES: tuple[str, ...] = (
 # The rules no wfctl check covers, and why (docs/checks.md lists them; a test keeps this and
 # the checks' `upstream_rules` together equal to UPSTREAM_RULES).
 UPSTREAM_GAPS: dict[str, str] = {
-    "run.attributes-match-log": "needs the fold of every attr_set payload (CBOR) per run, "
-    "compared with workflow_runs.attributes; not built yet",
-    "run.output-materialized": "needs replay: only re-running the workflow code shows what "
-    "its output should be (a completed run's output_cbor may legitimately be an encoded "
-    "undefined)",
     "step.started-after-created": "not reported on purpose: both runtimes accept a "
     "step_started before its step_created (a lazy start writes both; a restored step_created "
     "may sit among the step's events); the harmful order, a completion before the creation, "
     "is WF143",
-    "wait.resume-at-stable": "needs the decoded resumeAt of every wait_created and "
-    "wait_completed (CBOR payloads) compared with workflow_waits.resume_at; not built yet",
 }
 
 
@@ -149,6 +143,12 @@ class Check:
 
     def sql_name(self, era: str) -> str:
         return self.sql_by_era.get(era, f"checks/{self.code}")
+
+    def finding(self, row: tuple[Any, ...]) -> Finding | None:
+        """One row of the check's SQL as a finding. By default every row is one; a check whose
+        SQL returns candidates with their raw payloads decodes them here and returns None for
+        a candidate that holds (both doctor and the repair's re-check under lock call this)."""
+        return Finding(self.code, *row)
 
     def extra_findings(self, conn: psycopg.Connection[Any], era: str) -> Iterator[Finding]:
         """Findings computed in Python rather than SQL; none by default."""

@@ -175,7 +175,9 @@ def _run_one(
         with conn.transaction():  # a savepoint: a failing check leaves the others intact
             with conn.cursor() as cur:
                 for row in cur.stream(sql.load(check.sql_name(era)), params, size=FETCH_SIZE):
-                    finding = Finding(check.code, *row)
+                    finding = check.finding(row)
+                    if finding is None:
+                        continue
                     result.add(finding, limit)
                     if on_finding:
                         on_finding(finding)

@@ -42,6 +42,7 @@ from wfctl.world.writer import NewEvent
 COPYABLE = ("step_created", "step_started", "step_retrying", "step_completed", "step_failed",
             "wait_created", "wait_completed")  # fmt: skip
 TERMINAL_STEP = ("step_completed", "step_failed")
+FORKED_FROM = "wfctl.forkedFrom"  # the creation attribute naming a fork's source run
 
 
 @dataclass
@@ -160,13 +161,23 @@ def apply(store: Store, world: World, fork: ForkPlan, reason: str) -> int:
     conn = store.conn
     audit.require(conn)
     created = next(e for e in store.read_events(fork.source_id) if e.type == "run_created")
+    # The fork's run_created names its source among the creation attributes, and the row holds
+    # exactly those: the copied prefix holds no attr_set (COPYABLE), so row and log agree.
+    data = dict(created.data or {})
+    attributes = {**(data.get("attributes") or {}), FORKED_FROM: fork.source_id}
+    data["attributes"] = attributes
     with conn.transaction():
         row = conn.execute(
-            sql.load("fork/copy_run"), {"run_id": fork.run_id, "source_id": fork.source_id}
+            sql.load("fork/copy_run"),
+            {
+                "run_id": fork.run_id,
+                "source_id": fork.source_id,
+                "attributes": json.dumps(attributes),
+            },
         ).fetchone()
         if row is None:
             raise RefusedError(f"run {fork.source_id} vanished meanwhile")
-        first = [NewEvent("run_created", None, created.data, fork.spec)]
+        first = [NewEvent("run_created", None, data, fork.spec)]
         if world.has_event_slots:
             conn.execute(sql.load("runtime/insert_marker"), {"run_id": fork.run_id})
             batch = store.writer.append_batch(

@@ -1,7 +1,7 @@
 """Every repair by code, in the order a run's repairs are applied: creation first (WF121),
 then the slot-log rewrites (WF122, WF123: the appends below need a log the writer can number),
-then missing creation events, then completions, then the queue (which must see the log
-already healed)."""
+then missing creation events, then completions, then rows rebuilt from the log (WF149,
+WF153, WF154; WF131 reads the wait row), then the queue (which must see the log already healed)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ from wfctl.repair import (
     wf132,
     wf133,
     wf141,
+    wf149,
+    wf153,
+    wf154,
 )
 from wfctl.repair.base import Repair
 
@@ -34,6 +37,9 @@ ORDER: tuple[Repair, ...] = (
     wf111.REPAIR,
     wf112.REPAIR,
     wf113.REPAIR,
+    wf149.REPAIR,
+    wf153.REPAIR,
+    wf154.REPAIR,
     wf131.REPAIR,
     wf132.REPAIR,
     wf133.REPAIR,
@@ -53,6 +59,7 @@ REPORT_ONLY = {
     "WF147": "report only: see `wfctl doctor --explain WF147`",
     "WF148": "report only: which of row and log is right cannot be known (--explain WF148)",
     "WF151": "report only: see `wfctl doctor --explain WF151`",
+    "WF152": "report only: the wait_completed must be rewritten (--explain WF152)",
 }
 # Rewrites of history an operator opts into with --allow-revive (otherwise report only).
 REVIVALS: dict[str, Repair] = {"WF141": wf141.REPAIR}

@@ -501,10 +501,11 @@ def _recheck(ctx: Context, options: RepairOptions, finding: Finding) -> None:
         min_age=options.min_age, run_ids=(ctx.run["id"],), job_prefix=options.job_prefix
     ).params()
     rows = ctx.conn.execute(sql.load(check.sql_name(doctor.sql_era(ctx.world))), params)
-    same = [r for r in rows.fetchall() if r[1] == finding.entity_id]
+    found = (check.finding(r) for r in rows.fetchall())
+    same = [f for f in found if f is not None and f.entity_id == finding.entity_id]
     if not same:
         raise Refused("state moved: the finding no longer holds")
-    if same[0][3]:
+    if same[0].in_flight:
         raise Refused("too young: the entity changed within --min-age")
 
 
