@@ -26,6 +26,7 @@ application hosts and the database (`--clock-skew`, default SKEW).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -86,8 +87,12 @@ def run(
     checks: list[Check],
     options: runner.DoctorOptions,
     skew: timedelta = SKEW,
+    helpers: Sequence[runner.Conn] = (),
 ) -> tuple[runner.Report, Pass]:
-    """The pass, inside the caller's READ ONLY transaction; `save` records it afterwards."""
+    """The pass, inside the caller's READ ONLY transaction; `save` records it afterwards.
+
+    `helpers` share the full first pass (see runner.run); a touched-runs pass is small and
+    runs in the caller's session alone."""
     previous, flagged, was_live = _read(conn)
     row = conn.execute(sql.load("doctor/watermark_now")).fetchone()
     assert row is not None
@@ -103,7 +108,7 @@ def run(
             done.flagged.add(finding.run_id)
 
     if previous is None:
-        report = runner.run(conn, world, checks, full_options, on_finding=flag)
+        report = runner.run(conn, world, checks, full_options, on_finding=flag, helpers=helpers)
         return report, done
     started = time.perf_counter()
     scope = _touched(conn, world, previous, skew, was_live) | flagged
