@@ -139,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     write = write_new_events(dsn, args.new_events, args.events_per_run)
     print(f"wrote {args.new_events:,} events in {write:.1f} s", flush=True)
     second, report2, err2 = doctor(dsn, "--incremental")
-    slowest = sorted(
-        ((c["seconds"] or 0.0, c["code"]) for c in report2["checks"]), reverse=True
-    )[:3]
+    slowest = sorted(((c["seconds"] or 0.0, c["code"]) for c in report2["checks"]), reverse=True)[
+        :3
+    ]
     print(
         f"second pass: {second:.2f} s wall (doctor's own {report2['duration_seconds']} s,"
         f" slowest checks {slowest}); {err2}"
