@@ -91,10 +91,11 @@ def references(dsn: str, floor: bool) -> dict[str, float]:
 
 
 def outcome(report: dict[str, Any]) -> tuple[list[tuple[Any, ...]], set[tuple[Any, ...]]]:
-    """What must not change with --jobs: per-check status and counts, and every finding."""
+    """What must not change with --jobs: per-check status and counts, and every finding
+    (not its detail text: some details state an age in minutes, which moves between runs)."""
     per_check = [(c["code"], c["status"], c["count"], c["in_flight"]) for c in report["checks"]]
     found = {
-        (c["code"], s["run_id"], s["entity_id"], s["in_flight"], s.get("detail"))
+        (c["code"], s["run_id"], s["entity_id"], s["in_flight"], s.get("severity"))
         for c in report["checks"]
         for s in c["samples"]
     }

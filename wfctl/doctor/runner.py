@@ -72,6 +72,7 @@ class DoctorOptions:
             "min_age": self.min_age,
             "attempt_threshold": self.attempt_threshold,
             "task": f"{self.job_prefix}flows",
+            "own_pids": None,  # the doctor's sessions (runner.run fills it in)
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -165,9 +166,9 @@ def run(
     """
     report = Report(world, options)
     started = time.perf_counter()
-    params = options.params()
-    era = sql_era(world)
     sessions = [conn, *helpers]
+    params = {**options.params(), "own_pids": [s.info.backend_pid for s in sessions]}
+    era = sql_era(world)
     with _joined(conn, helpers):
         if options.work_mem:
             for session in sessions:
