@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 
 from tests import realworld as rw
+from tests.checks.slot_rows import marked_run
 from tests.conftest import Db, node_available
 from tests.faults import drop_faults, fail_insert
 
@@ -112,13 +113,7 @@ def _slot(n: int) -> str:
 def _slot_run(conn, status: str, spec: str | None, types: list[tuple[str, str | None]]) -> str:
     """A marked slot-era run whose events take slots 1..n (hand-written: no slot-era release
     is on the registry)."""
-    run_id = rw.new_run_id()
-    conn.execute(
-        "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
-        " VALUES (%s, 'postgres', %s, %s, %s)",
-        (run_id, status, rw.WORKFLOW, spec),
-    )
-    conn.execute("INSERT INTO workflow.workflow_event_slots VALUES (%s)", (run_id,))
+    run_id = marked_run(conn, [], status, spec)
     _append(conn, run_id, 1, types)
     return run_id
 
@@ -157,13 +152,7 @@ def test_incremental_on_a_slot_world_finds_writes_to_ended_runs(slot_world: Db, 
         _append(conn, ended, 5, [("step_completed", step)])
         _append(conn, legacy, 4, [("hook_received", hook)])
         # a run made and broken between two passes: a gap in its slots
-        fresh = rw.new_run_id()
-        conn.execute(
-            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
-            " VALUES (%s, 'postgres', 'completed', %s, '7')",
-            (fresh, rw.WORKFLOW),
-        )
-        conn.execute("INSERT INTO workflow.workflow_event_slots VALUES (%s)", (fresh,))
+        fresh = marked_run(conn, [], "completed")
         _append(conn, fresh, 1, done[:1])
         _append(conn, fresh, 3, done[1:])
         conn.commit()
