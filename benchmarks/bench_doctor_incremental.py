@@ -139,8 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     write = write_new_events(dsn, args.new_events, args.events_per_run)
     print(f"wrote {args.new_events:,} events in {write:.1f} s", flush=True)
     second, report2, err2 = doctor(dsn, "--incremental")
+    slowest = sorted(((c["seconds"] or 0.0, c["code"]) for c in report2["checks"]), reverse=True)[
+        :3
+    ]
     print(
-        f"second pass: {second:.2f} s wall (doctor's own {report2['duration_seconds']} s); {err2}"
+        f"second pass: {second:.2f} s wall (doctor's own {report2['duration_seconds']} s,"
+        f" slowest checks {slowest}); {err2}"
     )
     figures: dict[str, Any] = {
         "db": args.db,
@@ -152,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         "second_pass_seconds": round(second, 3),
         "second_pass_checks_seconds": report2["duration_seconds"],
         "second_pass_message": err2,
+        "second_pass_slowest_checks": slowest,
         "loadavg": os.getloadavg(),
     }
     if args.compare:

@@ -273,3 +273,67 @@ def test_work_mem_changes_plans_not_findings(sick_world, real_world, run_cli) ->
 def test_no_world_exits_unknown(empty_db, run_cli) -> None:
     status, _, err = run_cli("--dsn", empty_db.dsn, "doctor")
     assert status == ExitStatus.UNKNOWN and "no world" in err
+
+
+def _all_findings(run_cli, dsn: str, *args: str) -> tuple[list, set]:
+    status, out, _ = run_cli(
+        "--dsn", dsn, "--format", "json", "doctor", "--all", "--min-age", "0s",
+        "--limit", "100000", *args,
+    )  # fmt: skip
+    assert status == ExitStatus.CRITICAL
+    report = json.loads(out)
+    jsonschema.validate(report, SCHEMA)
+    order = [(c["code"], c["status"], c["count"], c["in_flight"]) for c in report["checks"]]
+    found = {
+        (c["code"], s["run_id"], s["entity_id"]) for c in report["checks"] for s in c["samples"]
+    }
+    return order, found
+
+
+def test_jobs_share_the_checks_not_the_findings(sick_world, real_world, run_cli) -> None:
+    """--jobs N: the same checks in the same order with the same findings as one session."""
+    one = _all_findings(run_cli, real_world.dsn, "--jobs", "1")
+    assert one[1]
+    assert _all_findings(run_cli, real_world.dsn, "--jobs", "3") == one
+    assert _all_findings(run_cli, real_world.dsn) == one  # the default for --all: 2
+
+
+def test_jobs_read_one_snapshot(sick_world, real_world) -> None:
+    """Helper sessions import the first session's snapshot: a write committed after it is
+    invisible to every check, whichever session runs it."""
+    from wfctl.doctor import registry, runner
+    from wfctl.world import model
+
+    options = runner.DoctorOptions(all_runs=True, min_age=timedelta(0), limit=100000)
+    checks = registry.select(None)
+
+    def codes(report: runner.Report) -> set[tuple[str, str | None]]:
+        return {(f.code, f.entity_id) for f in report.findings()}
+
+    step = rw.new_step_id()
+    with (
+        real_world.connect() as conn,
+        real_world.connect() as helper,
+        real_world.connect() as writer,
+    ):
+        try:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                world = model.inspect(conn, with_drift=False)  # the snapshot is taken here
+                # an orphan step row (WF101) committed after the snapshot
+                writer.execute(
+                    "INSERT INTO workflow.workflow_steps (run_id, step_id, step_name, status,"
+                    " attempt) SELECT id, %s, 'step//x', 'pending', 0"
+                    " FROM workflow.workflow_runs WHERE status = 'running' LIMIT 1",
+                    (step,),
+                )
+                writer.commit()
+                shared = runner.run(conn, world, checks, options, helpers=[helper])
+            with conn.transaction():
+                after = runner.run(conn, model.inspect(conn, with_drift=False), checks, options)
+        finally:
+            writer.execute("DELETE FROM workflow.workflow_steps WHERE step_id = %s", (step,))
+            writer.commit()
+    assert ("WF101", step) in codes(after)
+    assert codes(shared) == codes(after) - {("WF101", step)}
+    assert [r.check.code for r in shared.results] == [c.code for c in checks]

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 
 from tests import realworld as rw
+from tests.checks.slot_rows import marked_run
 from tests.conftest import Db, node_available
 from tests.faults import drop_faults, fail_insert
 
@@ -103,3 +104,59 @@ def test_incremental_refuses_a_scope_and_writes_only_when_asked(wfctl_world: Db,
     assert wfctl_world.scalar("SELECT to_regclass('wfctl.doctor_watermark')::text") is None
     assert run_cli("--dsn", wfctl_world.dsn, "doctor", "--incremental")[0] == 0
     assert wfctl_world.scalar("SELECT count(*) FROM wfctl.doctor_watermark") == 1
+
+
+def _slot(n: int) -> str:
+    return "evnt_" + str(n).zfill(26)
+
+
+def _slot_run(conn, status: str, spec: str | None, types: list[tuple[str, str | None]]) -> str:
+    """A marked slot-era run whose events take slots 1..n (hand-written: no slot-era release
+    is on the registry)."""
+    run_id = marked_run(conn, [], status, spec)
+    _append(conn, run_id, 1, types)
+    return run_id
+
+
+def _append(conn, run_id: str, first: int, types: list[tuple[str, str | None]]) -> None:
+    for n, (kind, correlation) in enumerate(types, start=first):
+        conn.execute(
+            "INSERT INTO workflow.workflow_events (id, type, correlation_id, run_id, spec_version)"
+            " VALUES (%s, %s, %s, %s, 7)",
+            (_slot(n), kind, correlation, run_id),
+        )
+
+
+def test_incremental_on_a_slot_world_finds_writes_to_ended_runs(slot_world: Db, run_cli) -> None:
+    """Slot ids carry no time: new events are probed per run (open, fresh, legacy-spec runs),
+    never by scanning the events; the writes the package allows on an ended run are seen."""
+    step = rw.new_step_id()
+    hook = "hook_" + rw.new_run_id().removeprefix("wrun_")
+    with slot_world.connect() as conn:
+        done = [("run_created", None), ("run_started", None), ("run_completed", None)]
+        _slot_run(conn, "completed", "7", done)  # clean, ended: never touched again
+        # ended, but its step is still pending: the package lets that step complete later
+        ended = _slot_run(conn, "completed", "7", [*done[:2], ("step_created", step), done[2]])
+        conn.execute(
+            "INSERT INTO workflow.workflow_steps (run_id, step_id, step_name, status, attempt)"
+            " VALUES (%s, %s, 'step//x', 'pending', 0)",
+            (ended, step),
+        )
+        legacy = _slot_run(conn, "completed", None, done)  # spec NULL: a legacy run
+        conn.commit()
+    assert "full pass" in _same(run_cli, slot_world)
+    with slot_world.connect() as conn:
+        conn.execute(
+            "UPDATE workflow.workflow_steps SET status = 'completed' WHERE step_id = %s", (step,)
+        )
+        _append(conn, ended, 5, [("step_completed", step)])
+        _append(conn, legacy, 4, [("hook_received", hook)])
+        # a run made and broken between two passes: a gap in its slots
+        fresh = marked_run(conn, [], "completed")
+        _append(conn, fresh, 1, done[:1])
+        _append(conn, fresh, 3, done[1:])
+        conn.commit()
+    _same(run_cli, slot_world)
+    found, _ = _findings(run_cli, slot_world, "--all")
+    flagged = {run_id for _, run_id, _, _ in found}
+    assert {ended, legacy, fresh} <= flagged

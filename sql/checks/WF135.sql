@@ -12,7 +12,7 @@
 -- Shown for the operator: who holds it, since when, the run's last event, and how many other
 -- client sessions are connected to the database (0: no worker process is connected at all).
 -- Released by `wfctl repair --apply --unlock-older-than AGE` (see wfctl/repair/wf135.py).
--- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
+-- Needs graphile_worker. params: live_only, run_ids, since, min_age, task, own_pids (int[] or NULL).
 WITH runs AS (
     SELECT r.id
     FROM workflow.workflow_runs r
@@ -35,6 +35,8 @@ sessions AS (
     WHERE a.datname = current_database()
       AND a.backend_type = 'client backend'
       AND a.pid <> pg_backend_pid()
+      -- nor the doctor's own other sessions (`doctor --jobs`): they are not workers
+      AND (%(own_pids)s::int[] IS NULL OR a.pid <> ALL (%(own_pids)s::int[]))
 )
 SELECT l.run_id,
        l.id::text AS entity_id,

@@ -41,7 +41,15 @@ late AS (
     SELECT t.run_id, t.terminal_id, t.terminal_type, e.id, e.type, e.correlation_id,
            e.created_at
     FROM suspects t
-    JOIN workflow.workflow_events e ON e.run_id = t.run_id AND e.id > t.terminal_id
+    -- Per suspect through the run's key; OFFSET 0 keeps the planner from flattening this
+    -- into a hash join over every event of the world, which it picks when it overrates the
+    -- suspects (3,675 estimated, 3 found: a 6.8 s scan for a 552-run incremental pass).
+    CROSS JOIN LATERAL (
+        SELECT x.run_id, x.id, x.type, x.correlation_id, x.created_at
+        FROM workflow.workflow_events x
+        WHERE x.run_id = t.run_id AND x.id > t.terminal_id
+        OFFSET 0
+    ) e
     WHERE e.type NOT IN ('step_started', 'noop')
       AND NOT (e.type = 'run_cancelled' AND t.terminal_type = 'run_cancelled')
       AND NOT (e.type IN ('step_completed', 'step_failed', 'step_retrying')

@@ -6,12 +6,14 @@ from __future__ import annotations
 from tests import realworld as rw
 
 
-def marked_run(conn, events: list[tuple[str, str]]) -> str:
+def marked_run(
+    conn, events: list[tuple[str, str]], status: str = "running", spec: str | None = "7"
+) -> str:
     run_id = rw.new_run_id()
     conn.execute(
         "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
-        " VALUES (%s, 'postgres', 'running', %s, '7')",
-        (run_id, rw.WORKFLOW),
+        " VALUES (%s, 'postgres', %s, %s, %s)",
+        (run_id, status, rw.WORKFLOW, spec),
     )
     conn.execute("INSERT INTO workflow.workflow_event_slots VALUES (%s)", (run_id,))
     for event_id, kind in events:

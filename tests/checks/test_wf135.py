@@ -48,6 +48,12 @@ def test_doctor_shows_who_holds_the_lock_and_since_when(world, real_world, docto
     assert sample["run_id"] == dead_run
     assert "locked by worker-dead since" in sample["detail"] and "(40 min)" in sample["detail"]
     assert "other client session(s)" in sample["detail"]
+    # the doctor's own helper sessions (--jobs) are not counted as workers
+    for jobs in ("1", "3"):
+        check = assert_fires(doctor, real_world, "WF135", str(dead_job), "--all", "--jobs", jobs)
+        [again] = [s for s in check["samples"] if s["entity_id"] == str(dead_job)]
+        sessions = again["detail"].split("; ")[-1]
+        assert sessions == sample["detail"].split("; ")[-1], (jobs, sessions)
     # at the default --min-age (10 min) neither is a finding: both runs wrote events within
     # the last 10 minutes, the sign of a live delivery (the 2-minute lock is not old anyway)
     status, checks, _ = doctor(real_world, "--only", "WF135")

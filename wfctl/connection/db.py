@@ -71,10 +71,16 @@ def connect(target: Target, *, autocommit: bool = False) -> psycopg.Connection[t
 
 
 @contextlib.contextmanager
-def read_only(conn: psycopg.Connection[tuple[object, ...]]) -> Iterator[None]:
-    """A `READ ONLY` transaction: the server itself refuses any write inside it."""
+def read_only(
+    conn: psycopg.Connection[tuple[object, ...]], *, snapshot: bool = False
+) -> Iterator[None]:
+    """A `READ ONLY` transaction: the server itself refuses any write inside it.
+
+    `snapshot`: REPEATABLE READ, one snapshot for the whole transaction, which other
+    sessions can then share (`pg_export_snapshot`: `doctor --jobs`)."""
     with conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
+        level = "ISOLATION LEVEL REPEATABLE READ READ ONLY" if snapshot else "READ ONLY"
+        conn.execute(f"SET TRANSACTION {level}")
         yield
 
 

@@ -4,10 +4,11 @@ The first pass is a full `--all`. It records a watermark (wfctl.doctor_watermark
 first use: only this option ever writes) and the runs that had a finding. Each later pass
 checks, with the `--all` semantics:
 - the history checks (every run-scoped check) on the runs touched since the watermark
-  (touched_runs.sql: any event, any run / step / wait / hook row created or updated; rows
-  are looked for among the runs live now or at the last pass, which the world's guards make
-  sufficient) plus every run flagged last time (a finding can clear without a write, e.g.
-  by a deletion, or leave the in-flight window by mere age);
+  (touched_runs.sql: any event, any run / step / wait / hook row created or updated; rows,
+  and on slot-era worlds events, are looked for among the runs created since, live now, or
+  live or holding an open step at the last pass, which the world's guards make sufficient;
+  index-driven in both eras) plus every run flagged last time (a finding can clear without
+  a write, e.g. by a deletion, or leave the in-flight window by mere age);
 - the queue checks and the catalog check in full (they read small tables, and their state
   changes with time and with job rows, not with run rows).
 A run with no finding last time and no change since cannot have one now: every check is a
@@ -26,6 +27,7 @@ application hosts and the database (`--clock-skew`, default SKEW).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -42,6 +44,7 @@ from wfctl.world.model import World
 SCOPE = "all"
 SKEW = timedelta(minutes=5)
 FULL_ALWAYS = ("WF151",)  # catalog drift: not about runs
+RUN_PREFIX = "wrun"  # run ids are wrun_<ULID>: time-ordered, so new runs are a key range
 
 
 @dataclass(frozen=True)
@@ -86,13 +89,16 @@ def run(
     checks: list[Check],
     options: runner.DoctorOptions,
     skew: timedelta = SKEW,
+    helpers: Sequence[runner.Conn] = (),
 ) -> tuple[runner.Report, Pass]:
-    """The pass, inside the caller's READ ONLY transaction; `save` records it afterwards."""
+    """The pass, inside the caller's READ ONLY transaction; `save` records it afterwards.
+
+    `helpers` share the full first pass (see runner.run); a touched-runs pass is small and
+    runs in the caller's session alone."""
     previous, flagged, was_live = _read(conn)
     row = conn.execute(sql.load("doctor/watermark_now")).fetchone()
     assert row is not None
     done = Pass(full=previous is None, previous=previous, mark=Mark(row[0], row[1]))
-    done.live = [str(r[0]) for r in conn.execute(sql.load("doctor/live_runs"))]
     full_options = replace(options, all_runs=True, run_ids=(), since=None)
 
     history_codes = {c.code for c in checks if is_history(c)}
@@ -103,10 +109,12 @@ def run(
             done.flagged.add(finding.run_id)
 
     if previous is None:
-        report = runner.run(conn, world, checks, full_options, on_finding=flag)
+        done.live = _open_runs(conn, full=True, carry=[])
+        report = runner.run(conn, world, checks, full_options, on_finding=flag, helpers=helpers)
         return report, done
     started = time.perf_counter()
     scope = _touched(conn, world, previous, skew, was_live) | flagged
+    done.live = _open_runs(conn, full=False, carry=sorted(scope.union(was_live)))
     done.touched_seconds = time.perf_counter() - started
     done.touched = len(scope)
     history = [c for c in checks if is_history(c)]
@@ -114,6 +122,9 @@ def run(
     parts: dict[str, Any] = {}
     if history and scope:
         scoped = replace(full_options, run_ids=tuple(sorted(scope)))
+        # A few hundred named runs are index probes: a parallel plan (chosen when the planner
+        # overrates the per-run event probes) scans every run in each worker instead.
+        conn.execute("SELECT set_config('max_parallel_workers_per_gather', '0', true)")
         part = runner.run(conn, world, history, scoped, on_finding=flag)
         parts.update({r.check.code: r for r in part.results})
     else:  # nothing touched, nothing flagged: the history checks have nothing to find
@@ -164,13 +175,20 @@ def _read(conn: psycopg.Connection[Any]) -> tuple[Mark | None, set[str], list[st
     return Mark(row[0], row[1]), {str(r) for r in row[3]}, [str(r) for r in row[4]]
 
 
+def _open_runs(conn: psycopg.Connection[Any], full: bool, carry: list[str]) -> list[str]:
+    """The runs the next pass must look at for writes (live_runs.sql); legacy-spec runs are
+    found by a scan of the runs at a full pass, then carried (and new ones added)."""
+    rows = conn.execute(sql.load("doctor/live_runs"), {"full": full, "carry": carry})
+    return [str(r[0]) for r in rows]
+
+
 def _touched(
     conn: psycopg.Connection[Any], world: World, mark: Mark, skew: timedelta, was_live: list[str]
 ) -> set[str]:
+    since = ids.new_ulid(mark.verified_to_utc.replace(tzinfo=UTC) - skew)[:10]  # JS clock
     floor = None
     if not world.has_event_slots:  # beta.29: every event id is wevt_<ULID>, time-ordered
-        since = mark.verified_to_utc.replace(tzinfo=UTC) - skew
-        floor = ids.LEGACY_EVENT_PREFIX + ids.new_ulid(since)[:10]
+        floor = ids.LEGACY_EVENT_PREFIX + since
     rows = conn.execute(
         sql.load("doctor/touched_runs"),
         {
@@ -178,6 +196,7 @@ def _touched(
             "verified_to_utc": mark.verified_to_utc,
             "skew": skew,
             "event_id_floor": floor,
+            "run_id_floor": f"{RUN_PREFIX}_{since}",
             "was_live": was_live,
         },
     )

@@ -6,18 +6,27 @@ schema, a statement timeout) is reported UNKNOWN and the others still run. Rows 
 from a plain query (`cursor.stream`), not a server-side cursor: memory stays flat however large
 the history is, and the server may plan the query in parallel (a cursor is planned for its
 first 10 % of rows and never in parallel: 1.6x slower on a 20M-event `--all`).
+
+With helper sessions (`doctor --jobs N`) the checks are shared out over N sessions that read
+one exported snapshot (`pg_export_snapshot` / `SET TRANSACTION SNAPSHOT`, REPEATABLE READ
+READ ONLY): every check sees exactly the world the first one saw, as in one session, while
+the history checks' scans and aggregates use more than one core.
 """
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg import sql as pgsql
 
 from wfctl import __version__, sql
 from wfctl.clock import timestamp
@@ -27,6 +36,13 @@ from wfctl.world.model import World
 
 REPORT_SCHEMA_VERSION = 1
 FETCH_SIZE = 2000
+# With helper sessions, the checks that read all history start first (longest first, as
+# measured on 20M-event worlds) so no session is left with one long check at the end.
+LONGEST_FIRST = (
+    "WF141", "WF123", "WF111", "WF101", "WF121", "WF113", "WF122",
+    "WF148", "WF146", "WF143", "WF147", "WF145", "WF142",
+)  # fmt: skip
+Conn = psycopg.Connection[Any]
 
 
 @dataclass(frozen=True)
@@ -43,6 +59,8 @@ class DoctorOptions:
     # Transaction-local work_mem: history checks hash millions of (run, entity) keys; at the
     # server's stock 4MB they spill to disk in hundreds of batches. None keeps the server's.
     work_mem: str | None = "64MB"
+    # Sessions the checks are shared out over (one snapshot); 1: the caller's session alone.
+    jobs: int = 1
 
     def params(self) -> dict[str, Any]:
         """The parameters every check SQL accepts (unused ones are ignored)."""
@@ -54,6 +72,7 @@ class DoctorOptions:
             "min_age": self.min_age,
             "attempt_threshold": self.attempt_threshold,
             "task": f"{self.job_prefix}flows",
+            "own_pids": None,  # the doctor's sessions (runner.run fills it in)
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -66,6 +85,7 @@ class DoctorOptions:
             "attempt_threshold": self.attempt_threshold,
             "job_prefix": self.job_prefix,
             "work_mem": self.work_mem,
+            "jobs": self.jobs,
         }
 
 
@@ -129,35 +149,119 @@ def sql_era(world: World) -> str:
 
 
 def run(
-    conn: psycopg.Connection[Any],
+    conn: Conn,
     world: World,
     checks: list[Check],
     options: DoctorOptions,
     on_check: Callable[[Check], None] | None = None,
     on_finding: Callable[[Finding], None] | None = None,
+    helpers: Sequence[Conn] = (),
 ) -> Report:
-    """Run `checks` and return the report.
+    """Run `checks` and return the report (results in the order of `checks`).
 
     The caller opens the transaction (`with db.read_only(conn):`) around both the world
-    introspection and this call, so the whole diagnosis sees one snapshot-free, write-proof
-    session.
+    introspection and this call, so the whole diagnosis sees one write-proof session. With
+    `helpers` (idle sessions, no open transaction), the caller's transaction must be
+    REPEATABLE READ (`db.read_only(conn, snapshot=True)`): the helpers import its snapshot.
     """
     report = Report(world, options)
     started = time.perf_counter()
-    params = options.params()
+    sessions = [conn, *helpers]
+    params = {**options.params(), "own_pids": [s.info.backend_pid for s in sessions]}
     era = sql_era(world)
-    if options.work_mem:
-        conn.execute("SELECT set_config('work_mem', %s, true)", (options.work_mem,))
-    for check in checks:
-        if on_check:
-            on_check(check)
-        report.results.append(_run_one(conn, world, check, era, params, options.limit, on_finding))
+    with _joined(conn, helpers):
+        if options.work_mem:
+            for session in sessions:
+                session.execute("SELECT set_config('work_mem', %s, true)", (options.work_mem,))
+        if not helpers:
+            for check in checks:
+                if on_check:
+                    on_check(check)
+                report.results.append(
+                    _run_one(conn, world, check, era, params, options.limit, on_finding)
+                )
+        else:
+            report.results = _run_shared(
+                sessions, world, checks, era, params, options.limit, on_check, on_finding
+            )
     report.seconds = time.perf_counter() - started
     return report
 
 
+@contextlib.contextmanager
+def _joined(conn: Conn, helpers: Sequence[Conn]) -> Iterator[None]:
+    """Open each helper's READ ONLY transaction on the snapshot of `conn`'s transaction."""
+    if not helpers:
+        yield
+        return
+    row = conn.execute("SELECT pg_export_snapshot()").fetchone()
+    assert row is not None
+    take = pgsql.SQL("SET TRANSACTION SNAPSHOT {}").format(pgsql.Literal(str(row[0])))
+    with contextlib.ExitStack() as stack:
+        for helper in helpers:
+            stack.enter_context(helper.transaction())
+            helper.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            helper.execute(take)
+        yield
+
+
+def _run_shared(
+    sessions: list[Conn],
+    world: World,
+    checks: list[Check],
+    era: str,
+    params: dict[str, Any],
+    limit: int,
+    on_check: Callable[[Check], None] | None,
+    on_finding: Callable[[Finding], None] | None,
+) -> list[CheckResult]:
+    """One thread per session takes the next check (longest first); callbacks serialised."""
+    rank = {code: i for i, code in enumerate(LONGEST_FIRST)}
+    order = sorted(range(len(checks)), key=lambda i: (rank.get(checks[i].code, len(rank)), i))
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in order:
+        todo.put(index)
+    results: list[CheckResult | None] = [None] * len(checks)
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def found(finding: Finding) -> None:
+        if on_finding:
+            with lock:
+                on_finding(finding)
+
+    def work(session: Conn) -> None:
+        try:
+            while True:
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    return
+                if on_check:
+                    with lock:
+                        on_check(checks[index])
+                results[index] = _run_one(session, world, checks[index], era, params, limit, found)
+        except BaseException as exc:  # a lost session: re-raised in the caller's thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in sessions]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:  # Ctrl-C: stop the other sessions' statements too
+        for session in sessions:
+            with contextlib.suppress(psycopg.Error):
+                session.cancel()
+        raise
+    if failures:
+        raise failures[0]
+    return [r for r in results if r is not None]
+
+
 def _run_one(
-    conn: psycopg.Connection[Any],
+    conn: Conn,
     world: World,
     check: Check,
     era: str,

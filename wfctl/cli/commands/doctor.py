@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -24,6 +25,10 @@ from wfctl.doctor.base import Check
 from wfctl.durations import parse_duration
 from wfctl.errors import UsageError
 from wfctl.world import model
+
+# `--all` reads every event in several long statements: two sessions use both cores of a
+# small server (measured in docs/benchmarks.md); more is for bigger servers to choose.
+DEFAULT_HISTORY_JOBS = 2
 
 
 @app.command("doctor")
@@ -77,6 +82,17 @@ def doctor_command(
             " server's): history checks hash millions of keys and spill below it.",
         ),
     ] = "64MB",
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            envvar="WFCTL_DOCTOR_JOBS",
+            help="Sessions to share the checks over, all reading one snapshot (default: 2 with"
+            " --all or --incremental, 1 otherwise; 1: a single session).",
+        ),
+    ] = None,
     explain: Annotated[
         str | None, typer.Option("--explain", metavar="CODE", help="Explain one finding code.")
     ] = None,
@@ -125,20 +141,22 @@ def doctor_command(
         attempt_threshold=attempt_threshold,
         job_prefix=job_prefix,
         work_mem=_work_mem(work_mem),
+        jobs=jobs or (DEFAULT_HISTORY_JOBS if (all_runs or incremental) else 1),
     )
     checks = registry.select(only)
     if incremental and (run or since or only):
         raise UsageError("--incremental checks every run: it takes no --run, --since or --only")
-    with connect(st.target) as conn:
+    with connect(st.target) as conn, contextlib.ExitStack() as sessions:
+        helpers = [sessions.enter_context(connect(st.target)) for _ in range(options.jobs - 1)]
         try:
             if incremental:
                 skew = parse_duration(clock_skew, "--clock-skew")
-                report = _incremental(st.output, conn, checks, options, skew)
+                report = _incremental(st.output, conn, checks, options, skew, helpers)
             else:
-                with read_only(conn):
+                with read_only(conn, snapshot=bool(helpers)):
                     world = model.inspect(conn, with_drift=False)
                     world.require_present()
-                    report = _run(st.output, conn, world, checks, options)
+                    report = _run(st.output, conn, world, checks, options, helpers)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "running doctor") from None
     text = _render(st.output, fmt, report)
@@ -158,12 +176,13 @@ def _incremental(
     checks: list[Check],
     options: doctor.DoctorOptions,
     skew: timedelta,
+    helpers: list[psycopg.Connection[tuple[object, ...]]],
 ) -> doctor.Report:
     """A read-only pass over the touched runs, then the watermark in its own transaction."""
-    with read_only(conn):
+    with read_only(conn, snapshot=bool(helpers)):
         world = model.inspect(conn, with_drift=False)
         world.require_present()
-        report, done = incremental.run(conn, world, checks, options, skew)
+        report, done = incremental.run(conn, world, checks, options, skew, helpers=helpers)
     incremental.save(conn, report, done)
     since = done.previous.verified_to if done.previous else None
     what = (
@@ -194,10 +213,11 @@ def _run(
     world: model.World,
     checks: list[Check],
     options: doctor.DoctorOptions,
+    helpers: list[psycopg.Connection[tuple[object, ...]]],
 ) -> doctor.Report:
     """Run the checks, with a progress line on stderr when a human is watching."""
     if output.format is not Format.TEXT or not sys.stderr.isatty():
-        return doctor.run(conn, world, checks, options)
+        return doctor.run(conn, world, checks, options, helpers=helpers)
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), console=output.err, transient=True
     ) as progress:
@@ -206,7 +226,7 @@ def _run(
         def on_check(check: Check) -> None:
             progress.update(task, description=f"{check.code} {check.title}", advance=1)
 
-        return doctor.run(conn, world, checks, options, on_check)
+        return doctor.run(conn, world, checks, options, on_check, helpers=helpers)
 
 
 def _render(output: Output, fmt: Format, report: doctor.Report) -> str:
