@@ -290,3 +290,47 @@ def test_an_unmarked_spec_7_run_in_a_slot_world_is_refused(slot_world) -> None:
         assert conn.execute(
             "SELECT status::text FROM workflow.workflow_runs WHERE id = %s", (run_id,)
         ).fetchone() == ("pending",)
+
+
+def test_cancel_and_hook_receipt_refuse_an_unmarked_spec_7_run_in_a_slot_world(
+    slot_world,
+) -> None:
+    """The external writers apply the runtime's rule: in a slot-era world a spec >= 6 run
+    without a marker gets no wevt_ id from `runs cancel` or `hooks resume` either (before,
+    both appended one through EventWriter.append and made it a legacy run for good)."""
+    from wfctl.errors import RefusedError
+
+    flows.reset()
+    with slot_world.connect() as conn:
+        # A legacy-numbered run parked on its hook, no marker, then marked spec 7.
+        legacy = Store(conn, slots=False)
+        run_id = create(flows.approval, ["unmarked"], conn=conn).run_id
+        conn.execute("DELETE FROM workflow.workflow_events WHERE run_id = %s", (run_id,))
+        conn.execute("DELETE FROM workflow.workflow_event_slots WHERE run_id = %s", (run_id,))
+        legacy.writer.append(conn, run_id, "run_created", None, {}, 5)
+        assert drive(legacy, run_id).status == "running"
+        conn.execute(
+            "UPDATE workflow.workflow_runs SET spec_version = '7' WHERE id = %s", (run_id,)
+        )
+        before = events(conn, run_id)
+        assert all(e[0].startswith("wevt_") for e in before)
+        store = Store(conn)
+        payload = serde.dumps({"ok": True}, "payload")
+        with pytest.raises(RefusedError, match="WF121"):
+            store.resume_hook("approve-unmarked", payload)
+        with pytest.raises(RefusedError, match="WF121") as refused:
+            store.cancel(run_id, "test")
+        assert "--allow-rewrite" in (refused.value.hint or "")
+        assert events(conn, run_id) == before  # nothing written
+        assert conn.execute(
+            "SELECT status::text FROM workflow.workflow_runs WHERE id = %s", (run_id,)
+        ).fetchone() == ("running",)
+        # The same run at spec 5 is a legacy run like any other: both writers accept it.
+        conn.execute(
+            "UPDATE workflow.workflow_runs SET spec_version = '5' WHERE id = %s", (run_id,)
+        )
+        store.resume_hook("approve-unmarked", payload)
+        assert store.cancel(run_id, "test") == "running"
+        after = events(conn, run_id)[len(before) :]
+        assert [e[1] for e in after] == ["hook_received", "run_cancelled"]
+        assert all(e[0].startswith("wevt_") for e in after)

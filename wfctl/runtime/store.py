@@ -171,11 +171,19 @@ class Store:
         row = self.conn.execute(sql.load("runtime/read_run"), {"run_id": run_id}).fetchone()
         spec = _spec(row[4]) if row is not None else None  # spec_version
         if spec is not None and spec >= SLOT_SPEC:
-            raise RefusedError(
-                f"run {run_id} is at spec {spec} but has no slot marker (WF121):"
-                " wfctl will not give it wevt_ ids",
-                hint="restore its marker first: wfctl repair --only WF121 --allow-rewrite",
-            )
+            raise _unmarked(run_id, spec)
+
+    def _refuse_unmarked_locked(
+        self, conn: psycopg.Connection[Any], run_id: str, spec: int | None
+    ) -> None:
+        """`_refuse_unmarked` for the external writers (cancel, hook receipt), which append
+        through `EventWriter.append` in their own transaction, with the run row locked and
+        its spec version read: the same run is refused by them as by the runtime. Costs a
+        query only for a spec >= 6 run in a slot-era world (wfctl's own runs are spec 5)."""
+        if not (self.slots and spec is not None and spec >= SLOT_SPEC):
+            return
+        if self.writer.scheme(conn, run_id) == "legacy":
+            raise _unmarked(run_id, spec)
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
@@ -316,6 +324,7 @@ class Store:
         status = str(row[1])
         if status in TERMINAL:
             return status, None
+        self._refuse_unmarked_locked(conn, run_id, _spec(row[3]))
         conn.execute(
             sql.load("runtime/finish_run"),
             {
@@ -344,6 +353,7 @@ class Store:
             run = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
             if run is None or str(run[1]) in TERMINAL:
                 raise GuardError(f"run {run_id} is {run[1] if run else 'missing'}")
+            self._refuse_unmarked_locked(conn, run_id, _spec(run[3]))
             self.writer.append(
                 conn,
                 run_id,
@@ -360,6 +370,14 @@ class Store:
         conn.execute(sql.load("runtime/delete_run_waits"), {"run_id": run_id})
         hooks = "runtime/delete_run_hooks_slot" if self.slots else "runtime/delete_run_hooks"
         conn.execute(sql.load(hooks), {"run_id": run_id})
+
+
+def _unmarked(run_id: str, spec: int) -> RefusedError:
+    return RefusedError(
+        f"run {run_id} is at spec {spec} but has no slot marker (WF121):"
+        " wfctl will not give it wevt_ ids",
+        hint="restore its marker first: wfctl repair --only WF121 --allow-rewrite",
+    )
 
 
 def _spec(value: Any) -> int | None:
