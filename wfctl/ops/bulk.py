@@ -144,9 +144,7 @@ class BulkReport:
     @property
     def complete(self) -> bool:
         """Every matched run handled (acted on, or found ended / no longer matching)."""
-        return not self.stopped and not any(
-            o.outcome in ("busy", "refused") for o in self.outcomes
-        )
+        return not self.stopped and not any(o.outcome in ("busy", "refused") for o in self.outcomes)
 
     def as_dict(self, sample: int) -> dict[str, Any]:
         return {
