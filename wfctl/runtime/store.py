@@ -569,25 +569,26 @@ class Tx:
     def _begin_batch(
         self, *, explicit: bool = True, unseen: bool = True
     ) -> list[tuple[str | bytes, dict[str, Any] | None]]:
-        """The statements that open the transaction: [BEGIN,] guard, [seqscan off,] unseen
-        check. Without `explicit` (a whole transaction sent in one batch) there is no BEGIN
-        and no COMMIT: the statements of one pipeline Sync run as ONE implicit transaction
-        (the extended protocol's rule), which an error rolls back whole and the Sync commits,
-        two statements fewer per step. Without `unseen` the events INSERT of the same batch
-        makes the unseen check itself (see `flush`)."""
+        """The statements that open the transaction: [BEGIN,] guard (turning seqscan off in
+        a beta.29-shaped world), unseen check. Without `explicit` (a whole transaction sent
+        in one batch) there is no BEGIN and no COMMIT: the statements of one pipeline Sync
+        run as ONE implicit transaction (the extended protocol's rule), which an error rolls
+        back whole and the Sync commits, two statements fewer per step. Without `unseen` the
+        events INSERT of the same batch makes the unseen check itself (see `flush`)."""
         batch: list[tuple[str | bytes, dict[str, Any] | None]] = (
             [(b"BEGIN", None)] if explicit else []
         )
         self._explicit = explicit
-        batch.append(("runtime/guard_run", {"run_id": self.run_id}))
-        if not self.store.slots:
-            # A beta.29-shaped world has no (run_id, id) index on events, so "an event of
-            # this run after id X" reads a short window of the primary key from X (the
-            # *_windowed SQL). A prepared statement keeps the plan made at its 6th run; in a
-            # young world the table was tiny then and that plan a sequential scan, which
-            # then grew with every event. Every statement of a runtime transaction is an
-            # index lookup or an insert, so plans made inside one never want a scan.
-            batch.append((b"SET LOCAL enable_seqscan = off", None))
+        # A beta.29-shaped world has no (run_id, id) index on events, so "an event of this
+        # run after id X" reads a short window of the primary key from X (the *_windowed
+        # SQL). A prepared statement keeps the plan made at its 6th run; in a young world the
+        # table was tiny then and that plan a sequential scan, which then grew with every
+        # event. Every statement of a runtime transaction is an index lookup or an insert, so
+        # plans made inside one never want a scan: the guard turns enable_seqscan off for
+        # the rest of the transaction (`seqscan_off`; it was a SET LOCAL statement of its own).
+        batch.append(
+            ("runtime/guard_run", {"run_id": self.run_id, "seqscan_off": not self.store.slots})
+        )
         seen = self._seen
         if unseen and seen is not None:
             check = (
