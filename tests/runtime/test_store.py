@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -293,7 +294,7 @@ def test_an_unmarked_spec_7_run_in_a_slot_world_is_refused(slot_world) -> None:
 
 
 def test_cancel_and_hook_receipt_refuse_an_unmarked_spec_7_run_in_a_slot_world(
-    slot_world,
+    slot_world, run_cli
 ) -> None:
     """The external writers apply the runtime's rule: in a slot-era world a spec >= 6 run
     without a marker gets no wevt_ id from `runs cancel` or `hooks resume` either (before,
@@ -321,6 +322,15 @@ def test_cancel_and_hook_receipt_refuse_an_unmarked_spec_7_run_in_a_slot_world(
         with pytest.raises(RefusedError, match="WF121") as refused:
             store.cancel(run_id, "test")
         assert "--allow-rewrite" in (refused.value.hint or "")
+        # Bulk cancel reports the run as refused (the batch is not complete), not a crash.
+        status, out, err = run_cli(
+            "--dsn", slot_world.dsn, "--format", "json", "runs", "cancel",
+            "--where", "status=running", "--apply", "--yes", "--reason", "test",
+        )  # fmt: skip
+        assert out.strip() and status != 0, (status, err)
+        report = json.loads(out)
+        assert [(r["run_id"], r["outcome"]) for r in report["runs"]] == [(run_id, "refused")]
+        assert "WF121" in report["runs"][0]["detail"] and report["complete"] is False, err
         assert events(conn, run_id) == before  # nothing written
         assert conn.execute(
             "SELECT status::text FROM workflow.workflow_runs WHERE id = %s", (run_id,)
