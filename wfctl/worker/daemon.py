@@ -222,18 +222,18 @@ class Worker:
         known ready time always looks when it is due."""
         cfg = self.config
         timed = delay is not None and delay < cfg.poll
-        while True:
-            pause = max(0.0, min(cfg.poll, delay)) if delay is not None else cfg.poll
-            if pause <= 0:
-                return
+        pause = max(0.0, delay) if delay is not None and timed else cfg.poll
+        while pause > 0:
             with self._cond:
                 if self._gen != gen or self.stopping:
                     return
                 self._cond.wait(pause)
                 if self._gen != gen or self.stopping:
                     return
-            if timed or time.monotonic() - self._looked >= cfg.poll:
+            if timed:
                 return
+            # Due when the worker's last look is one poll interval old.
+            pause = cfg.poll - (time.monotonic() - self._looked)
 
     def _drive(self, conn: psycopg.Connection[Any], executor: Executor, claim: q.Claim) -> None:
         with self._held_lock:
