@@ -1,6 +1,6 @@
 """`wfctl worker` throughput, step overhead, wake-up latency, and a large crash storm.
 
-    python benchmarks/bench_worker.py [--dsn ADMIN_DSN] [--steps 100] [--no-dbos]
+    python benchmarks/bench_worker.py [--dsn ADMIN_DSN] [--steps 100] [--no-dbos] [--warmup 0]
         [--wake 50] [--storm-runs 200] [--storm-kills 0] [--storm-workers 4]
         [--only throughput|wake|storm]
 
@@ -198,13 +198,18 @@ def used(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(t - before.get(pid, 0.0) for pid, t in after.items())
 
 
-def bench_wfctl(admin: str, workers: int, concurrent: int, steps: int, tmp: Path) -> dict[str, Any]:
+def bench_wfctl(
+    admin: str, workers: int, concurrent: int, steps: int, tmp: Path, warmup: int = 0
+) -> dict[str, Any]:
     from wfctl.runtime.executor import create
 
     dsn = world(admin, f"bench_worker_{workers}_{concurrent}")
     procs = start_workers(dsn, workers, tmp)
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
+            if warmup:  # before the clock: slot sessions that have prepared and planned
+                warm = [create(chain, [3], conn=conn, queue="default") for _ in range(warmup)]
+                wait_done(conn, [w.run_id for w in warm])
             pids = [p.pid for p in procs]
             worker0, server0 = cpu_seconds(pids), cpu_seconds(backends(conn))
             t0 = time.time()
@@ -229,6 +234,7 @@ def bench_wfctl(admin: str, workers: int, concurrent: int, steps: int, tmp: Path
         "worker_cpu_ms_per_step": round(used(worker0, worker1) * 1000 / total, 3),
         "server_cpu_ms_per_step": round(used(server0, server1) * 1000 / total, 3),
         "load_average": round(os.getloadavg()[0], 2),
+        "warmup_runs": warmup,
     }
     if max(gaps, default=0.0) > 1000:  # a stall: keep the workers' logs (tmp is removed)
         kept = Path(tempfile.mkdtemp(prefix=f"wfctl-bench-stall-{workers}w{concurrent}r-"))
@@ -529,6 +535,14 @@ def main() -> None:
     )
     parser.add_argument("--workers", default="1,2", help="throughput: worker processes (list)")
     parser.add_argument("--repeat", type=int, default=1, help="throughput: rounds (interleaved)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        help="throughput: runs of 3 steps through the workers before each point's clock starts"
+        " (a long-lived worker's sessions have prepared and planned their statements; a new"
+        " backend's first run costs ~6 ms of server CPU)",
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="wfctl-bench-worker-"))
     server = None
@@ -552,7 +566,9 @@ def main() -> None:
             report["wfctl"], report["dbos"] = [], []
             for _ in range(args.repeat):  # wfctl and DBOS alternate: same load, same round
                 report["wfctl"] += [
-                    bench_wfctl(admin, w, c, args.steps, tmp) for w in nworkers for c in points
+                    bench_wfctl(admin, w, c, args.steps, tmp, args.warmup)
+                    for w in nworkers
+                    for c in points
                 ]
                 if not args.no_dbos:
                     try:

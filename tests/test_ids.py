@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -12,6 +13,8 @@ from ulid import ULID
 
 from wfctl.world import ids
 from wfctl.world.writer import EventWriter
+
+RANDOM_MASK = (1 << 80) - 1
 
 
 @given(st.integers(min_value=1, max_value=ids.MAX_EVENT_SLOT))
@@ -120,3 +123,21 @@ def test_wait_row_key_round_trip() -> None:
     assert ids.wait_correlation_id(run, key) == corr
     with pytest.raises(ValueError):
         ids.wait_correlation_id("wrun_other", key)
+
+
+def test_a_forked_child_does_not_repeat_its_parents_random_bits() -> None:
+    """The generator's random state is seeded again in a forked child (os.register_at_fork):
+    without it, parent and child would draw the same 80 random bits for their next ids."""
+    gen = ids.MonotonicUlid()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: send its next id's random part, and leave at once
+        os.write(write, (ids.ulid_value(gen.next()) & RANDOM_MASK).to_bytes(10))
+        os._exit(0)
+    os.close(write)
+    try:
+        child = int.from_bytes(os.read(read, 10))
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    assert child != ids.ulid_value(gen.next()) & RANDOM_MASK

@@ -6,10 +6,15 @@
 -- `now` is the transaction's timestamp as the event and entity `created_at` defaults store
 -- it (timestamp without time zone, in the session's TimeZone): the executor stamps the
 -- events it feeds to the workflow before they are sent (docs/runtime.md, Transactions).
--- params: run_id
+-- `seqscan_off` (beta.29-shaped worlds) turns enable_seqscan off for the rest of the
+-- transaction, as `SET LOCAL enable_seqscan = off` did as a statement of its own (one
+-- statement fewer per step): the statements that follow are planned after this one ran.
+-- params: run_id, seqscan_off (boolean)
 SELECT CASE WHEN r.status IN ('pending', 'running') THEN 1
             ELSE ('wfctl guard: run ' || r.id || ' is ' || r.status::text)::int END AS ok,
-       now()::timestamp AS now
+       now()::timestamp AS now,
+       CASE WHEN %(seqscan_off)s::boolean
+            THEN set_config('enable_seqscan', 'off', true) END AS seqscan
 FROM workflow.workflow_runs r
 WHERE r.id = %(run_id)s
 FOR KEY SHARE;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -290,3 +291,56 @@ def test_an_unmarked_spec_7_run_in_a_slot_world_is_refused(slot_world) -> None:
         assert conn.execute(
             "SELECT status::text FROM workflow.workflow_runs WHERE id = %s", (run_id,)
         ).fetchone() == ("pending",)
+
+
+def test_cancel_and_hook_receipt_refuse_an_unmarked_spec_7_run_in_a_slot_world(
+    slot_world, run_cli
+) -> None:
+    """The external writers apply the runtime's rule: in a slot-era world a spec >= 6 run
+    without a marker gets no wevt_ id from `runs cancel` or `hooks resume` either (before,
+    both appended one through EventWriter.append and made it a legacy run for good)."""
+    from wfctl.errors import RefusedError
+
+    flows.reset()
+    with slot_world.connect() as conn:
+        # A legacy-numbered run parked on its hook, no marker, then marked spec 7.
+        legacy = Store(conn, slots=False)
+        run_id = create(flows.approval, ["unmarked"], conn=conn).run_id
+        conn.execute("DELETE FROM workflow.workflow_events WHERE run_id = %s", (run_id,))
+        conn.execute("DELETE FROM workflow.workflow_event_slots WHERE run_id = %s", (run_id,))
+        legacy.writer.append(conn, run_id, "run_created", None, {}, 5)
+        assert drive(legacy, run_id).status == "running"
+        conn.execute(
+            "UPDATE workflow.workflow_runs SET spec_version = '7' WHERE id = %s", (run_id,)
+        )
+        before = events(conn, run_id)
+        assert all(e[0].startswith("wevt_") for e in before)
+        store = Store(conn)
+        payload = serde.dumps({"ok": True}, "payload")
+        with pytest.raises(RefusedError, match="WF121"):
+            store.resume_hook("approve-unmarked", payload)
+        with pytest.raises(RefusedError, match="WF121") as refused:
+            store.cancel(run_id, "test")
+        assert "--allow-rewrite" in (refused.value.hint or "")
+        # Bulk cancel reports the run as refused (the batch is not complete), not a crash.
+        status, out, err = run_cli(
+            "--dsn", slot_world.dsn, "--format", "json", "runs", "cancel",
+            "--where", "status=running", "--apply", "--yes", "--reason", "test",
+        )  # fmt: skip
+        assert out.strip() and status != 0, (status, err)
+        report = json.loads(out)
+        assert [(r["run_id"], r["outcome"]) for r in report["runs"]] == [(run_id, "refused")]
+        assert "WF121" in report["runs"][0]["detail"] and report["complete"] is False, err
+        assert events(conn, run_id) == before  # nothing written
+        assert conn.execute(
+            "SELECT status::text FROM workflow.workflow_runs WHERE id = %s", (run_id,)
+        ).fetchone() == ("running",)
+        # The same run at spec 5 is a legacy run like any other: both writers accept it.
+        conn.execute(
+            "UPDATE workflow.workflow_runs SET spec_version = '5' WHERE id = %s", (run_id,)
+        )
+        store.resume_hook("approve-unmarked", payload)
+        assert store.cancel(run_id, "test") == "running"
+        after = events(conn, run_id)[len(before) :]
+        assert [e[1] for e in after] == ["hook_received", "run_cancelled"]
+        assert all(e[0].startswith("wevt_") for e in after)

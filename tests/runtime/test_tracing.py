@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -44,3 +46,21 @@ def test_run_and_step_spans(spans: InMemorySpanExporter, conn: Any, store: Any) 
     assert [s.attributes["wfctl.step_name"] for s in mine] == [flows.add.name] * 3
     errors = [s for s in steps if s.status.status_code is trace.StatusCode.ERROR]
     assert errors and all(s.events and s.events[0].name == "exception" for s in errors)
+
+
+def test_no_span_is_started_while_no_provider_is_set() -> None:
+    """Without a TracerProvider (OpenTelemetry's proxy: spans that record nothing) `span`
+    starts none; once one is set, spans start (checked in a fresh process, since a provider
+    can be set only once per process)."""
+    code = (
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from wfctl.runtime import tracing\n"
+        "with tracing.span('wfctl.step') as before:\n"
+        "    assert before is None, before\n"
+        "trace.set_tracer_provider(TracerProvider())\n"
+        "with tracing.span('wfctl.step') as after:\n"
+        "    assert after is not None and after.is_recording(), after\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

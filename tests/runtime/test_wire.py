@@ -61,7 +61,7 @@ def test_statement_errors_are_psycopg_errors_and_the_batch_lands_whole_or_not_at
             [
                 (b"BEGIN", None),
                 first,
-                ("runtime/guard_run", {"run_id": run_id}),
+                ("runtime/guard_run", {"run_id": run_id, "seqscan_off": False}),
                 ("runtime/unseen_events", {"run_id": run_id, "floor": ""}),
                 (b"COMMIT", None),
             ]
@@ -166,8 +166,10 @@ def test_the_per_step_event_checks_never_scan_all_events(
     index = "workflow_events_run_id_id_pk" if store.slots else "workflow_events_pkey"
     conn.execute("BEGIN")
     try:
-        if not store.slots:
-            conn.execute("SET LOCAL enable_seqscan = off")  # as Tx does in such worlds
+        # The guard opens every runtime transaction; in such worlds it turns seqscan off.
+        store.wire.run([("runtime/guard_run", {"run_id": run_id, "seqscan_off": not store.slots})])
+        seqscan = conn.execute("SELECT current_setting('enable_seqscan')").fetchone()
+        assert seqscan == ("on" if store.slots else "off",)
         for name in (unseen, statement.sql_name):
             text = wire.prepared(name).text.decode()
             plan = "\n".join(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.worker import flows
-from tests.worker.conftest import prepare, resume, start, statuses, wait_until
+from tests.worker.conftest import effects, prepare, resume, start, statuses, wait_until
 from wfctl.runtime import serde
 
 NO_POLL = ("--poll", "1h")
@@ -65,3 +65,34 @@ def test_timers_wake_an_idle_worker_without_polling(beta_world: Any, workers: An
         run_ids = [start(conn, flows.sleepy, f"many{i}", 0.1 * (i % 4)) for i in range(8)]
         wait_until(lambda: completed(conn, run_ids), 60, "the sleeping runs")
         assert w.term() == 0, w.log()[-3000:]
+
+
+def test_runs_recovered_together_reach_as_many_idle_slots(beta_world: Any, workers: Any) -> None:
+    """Recovery makes several runs ready in one transaction, whose NOTIFY the server delivers
+    once: a worker woken by it must pass the other runs on to its other idle slots (each claim
+    reads whether another run is ready). Before, one slot took one run and the rest waited for
+    the poll fallback (an hour here): the three held steps below never ran side by side."""
+    prepare(beta_world)
+    keys = [f"held{i}" for i in range(3)]
+    with beta_world.connect() as conn:
+        a = workers(beta_world.dsn, "--lease", "1.5s", "--concurrency", "3")
+        a.worker_id()
+        run_ids = [start(conn, flows.gated, key, 1) for key in keys]
+        wait_until(
+            lambda: all(any(pid == a.pid for _, pid in effects(conn, k)) for k in keys),
+            60,
+            "worker A in every run's step",
+        )
+        b = workers(beta_world.dsn, *NO_POLL, "--lease", "1.5s", "--concurrency", "3")
+        b.worker_id()
+        a.kill()  # its leases expire; B's heartbeat recovers all three at once
+        wait_until(
+            lambda: all(any(pid == b.pid for _, pid in effects(conn, k)) for k in keys),
+            60,
+            "worker B in every run's step at once",
+        )
+        for key in keys:
+            flows.open_gate(conn, key)
+        wait_until(lambda: completed(conn, run_ids), 60, "the recovered runs")
+        assert "3 run(s) past their lease made ready" in b.log()
+        assert b.term() == 0, b.log()[-3000:]

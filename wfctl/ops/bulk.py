@@ -27,7 +27,7 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.durations import parse_duration
-from wfctl.errors import UsageError
+from wfctl.errors import RefusedError, UsageError
 from wfctl.ops import audit, flight
 from wfctl.runtime.store import Store
 from wfctl.world.model import World
@@ -118,7 +118,7 @@ class Selected:
 @dataclass
 class Outcome:
     run_id: str
-    outcome: str  # cancelled | redriven | ended | no_longer_matches | busy
+    outcome: str  # cancelled | redriven | ended | no_longer_matches | busy | refused
     event_id: str | None = None
     audit_id: int | None = None
     detail: str = ""
@@ -144,7 +144,7 @@ class BulkReport:
     @property
     def complete(self) -> bool:
         """Every matched run handled (acted on, or found ended / no longer matching)."""
-        return not self.stopped and not any(o.outcome == "busy" for o in self.outcomes)
+        return not self.stopped and not any(o.outcome in ("busy", "refused") for o in self.outcomes)
 
     def as_dict(self, sample: int) -> dict[str, Any]:
         return {
@@ -282,6 +282,9 @@ def _one(ctx: _RunContext, action: Action, run_id: str) -> Outcome:
         return Outcome(run_id, "busy", detail="lock timeout: another session holds the run")
     except _Refused as exc:
         return Outcome(run_id, "busy", detail=str(exc))
+    except RefusedError as exc:  # e.g. an unmarked spec >= 6 run in a slot-era world (WF121)
+        hint = f"; {exc.hint}" if exc.hint else ""
+        return Outcome(run_id, "refused", detail=f"{exc}{hint}")
 
 
 class _Refused(Exception):

@@ -171,11 +171,19 @@ class Store:
         row = self.conn.execute(sql.load("runtime/read_run"), {"run_id": run_id}).fetchone()
         spec = _spec(row[4]) if row is not None else None  # spec_version
         if spec is not None and spec >= SLOT_SPEC:
-            raise RefusedError(
-                f"run {run_id} is at spec {spec} but has no slot marker (WF121):"
-                " wfctl will not give it wevt_ ids",
-                hint="restore its marker first: wfctl repair --only WF121 --allow-rewrite",
-            )
+            raise _unmarked(run_id, spec)
+
+    def _refuse_unmarked_locked(
+        self, conn: psycopg.Connection[Any], run_id: str, spec: int | None
+    ) -> None:
+        """`_refuse_unmarked` for the external writers (cancel, hook receipt), which append
+        through `EventWriter.append` in their own transaction, with the run row locked and
+        its spec version read: the same run is refused by them as by the runtime. Costs a
+        query only for a spec >= 6 run in a slot-era world (wfctl's own runs are spec 5)."""
+        if not (self.slots and spec is not None and spec >= SLOT_SPEC):
+            return
+        if self.writer.scheme(conn, run_id) == "legacy":
+            raise _unmarked(run_id, spec)
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection[Any]]:
@@ -316,6 +324,7 @@ class Store:
         status = str(row[1])
         if status in TERMINAL:
             return status, None
+        self._refuse_unmarked_locked(conn, run_id, _spec(row[3]))
         conn.execute(
             sql.load("runtime/finish_run"),
             {
@@ -344,6 +353,7 @@ class Store:
             run = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
             if run is None or str(run[1]) in TERMINAL:
                 raise GuardError(f"run {run_id} is {run[1] if run else 'missing'}")
+            self._refuse_unmarked_locked(conn, run_id, _spec(run[3]))
             self.writer.append(
                 conn,
                 run_id,
@@ -360,6 +370,14 @@ class Store:
         conn.execute(sql.load("runtime/delete_run_waits"), {"run_id": run_id})
         hooks = "runtime/delete_run_hooks_slot" if self.slots else "runtime/delete_run_hooks"
         conn.execute(sql.load(hooks), {"run_id": run_id})
+
+
+def _unmarked(run_id: str, spec: int) -> RefusedError:
+    return RefusedError(
+        f"run {run_id} is at spec {spec} but has no slot marker (WF121):"
+        " wfctl will not give it wevt_ ids",
+        hint="restore its marker first: wfctl repair --only WF121 --allow-rewrite",
+    )
 
 
 def _spec(value: Any) -> int | None:
@@ -551,25 +569,26 @@ class Tx:
     def _begin_batch(
         self, *, explicit: bool = True, unseen: bool = True
     ) -> list[tuple[str | bytes, dict[str, Any] | None]]:
-        """The statements that open the transaction: [BEGIN,] guard, [seqscan off,] unseen
-        check. Without `explicit` (a whole transaction sent in one batch) there is no BEGIN
-        and no COMMIT: the statements of one pipeline Sync run as ONE implicit transaction
-        (the extended protocol's rule), which an error rolls back whole and the Sync commits,
-        two statements fewer per step. Without `unseen` the events INSERT of the same batch
-        makes the unseen check itself (see `flush`)."""
+        """The statements that open the transaction: [BEGIN,] guard (turning seqscan off in
+        a beta.29-shaped world), unseen check. Without `explicit` (a whole transaction sent
+        in one batch) there is no BEGIN and no COMMIT: the statements of one pipeline Sync
+        run as ONE implicit transaction (the extended protocol's rule), which an error rolls
+        back whole and the Sync commits, two statements fewer per step. Without `unseen` the
+        events INSERT of the same batch makes the unseen check itself (see `flush`)."""
         batch: list[tuple[str | bytes, dict[str, Any] | None]] = (
             [(b"BEGIN", None)] if explicit else []
         )
         self._explicit = explicit
-        batch.append(("runtime/guard_run", {"run_id": self.run_id}))
-        if not self.store.slots:
-            # A beta.29-shaped world has no (run_id, id) index on events, so "an event of
-            # this run after id X" reads a short window of the primary key from X (the
-            # *_windowed SQL). A prepared statement keeps the plan made at its 6th run; in a
-            # young world the table was tiny then and that plan a sequential scan, which
-            # then grew with every event. Every statement of a runtime transaction is an
-            # index lookup or an insert, so plans made inside one never want a scan.
-            batch.append((b"SET LOCAL enable_seqscan = off", None))
+        # A beta.29-shaped world has no (run_id, id) index on events, so "an event of this
+        # run after id X" reads a short window of the primary key from X (the *_windowed
+        # SQL). A prepared statement keeps the plan made at its 6th run; in a young world the
+        # table was tiny then and that plan a sequential scan, which then grew with every
+        # event. Every statement of a runtime transaction is an index lookup or an insert, so
+        # plans made inside one never want a scan: the guard turns enable_seqscan off for
+        # the rest of the transaction (`seqscan_off`; it was a SET LOCAL statement of its own).
+        batch.append(
+            ("runtime/guard_run", {"run_id": self.run_id, "seqscan_off": not self.store.slots})
+        )
         seen = self._seen
         if unseen and seen is not None:
             check = (

@@ -111,6 +111,7 @@ _ENCODERS: dict[type, Any] = {
     str: lambda v: (v.encode(), 0, 0),
     bool: lambda v: ((b"t" if v else b"f"), 0, 0),
     int: lambda v: (str(v).encode(), 0, 0),
+    float: lambda v: (repr(v).encode(), 0, 0),
     datetime: _datetime,
     list: _array,
     tuple: _array,

@@ -75,6 +75,7 @@ class Worker:
         self._done = threading.Event()
         self._cond = threading.Condition()
         self._gen = 0
+        self._looked = 0.0  # time.monotonic() of the last claim by any slot (see _idle)
         self._held: dict[str, q.Claim] = {}
         self._held_lock = threading.Lock()
         self.drives = 0
@@ -191,7 +192,7 @@ class Worker:
             while not self.stopping:
                 with self._cond:
                     gen = self._gen
-                claim = q.claim(
+                polled = q.claim(
                     conn,
                     worker=self.worker_id,
                     queue=cfg.queue,
@@ -199,17 +200,40 @@ class Worker:
                     lease=cfg.lease,
                     limits=cfg.limits,
                 )
-                if claim is None:
-                    delay = q.next_ready(conn, queue=cfg.queue, names=self.names)
-                    pause = cfg.poll if delay is None else max(0.0, min(cfg.poll, delay))
-                    if pause > 0:
-                        with self._cond:
-                            if self._gen == gen and not self.stopping:
-                                self._cond.wait(pause)
+                self._looked = time.monotonic()
+                delay = polled.next_ready
+                if polled.claim is not None:
+                    if delay is not None and delay <= 0:
+                        self._wake()  # another run is ready: pass it on to an idle slot
+                    self._drive(conn, executor, polled.claim)
                     continue
-                self._drive(conn, executor, claim)
+                self._idle(gen, delay)
         finally:
             executor.close()
+
+    def _idle(self, gen: int, delay: float | None) -> None:
+        """Wait for a wake-up (NOTIFY, stop, another slot passing a run on), for the next
+        run's ready time `delay`, or for the poll fallback, whichever comes first.
+
+        The fallback (a run made ready with no NOTIFY seen: a listener reconnecting, a
+        timer learned by no idle slot) needs one look per poll interval per worker, not one
+        per idle slot: a slot whose plain poll timer fires while another slot has looked
+        more recently than that goes back to waiting without a query. A slot waiting for a
+        known ready time always looks when it is due."""
+        cfg = self.config
+        timed = delay is not None and delay < cfg.poll
+        pause = max(0.0, delay) if delay is not None and timed else cfg.poll
+        while pause > 0:
+            with self._cond:
+                if self._gen != gen or self.stopping:
+                    return
+                self._cond.wait(pause)
+                if self._gen != gen or self.stopping:
+                    return
+            if timed:
+                return
+            # Due when the worker's last look is one poll interval old.
+            pause = cfg.poll - (time.monotonic() - self._looked)
 
     def _drive(self, conn: psycopg.Connection[Any], executor: Executor, claim: q.Claim) -> None:
         with self._held_lock:

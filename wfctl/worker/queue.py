@@ -1,7 +1,14 @@
 """The worker's queue operations: each one statement of `sql/worker/`, composed here.
 
 Every function takes an autocommit connection and runs its statement as its own
-transaction, except `claim` under per-workflow limits (lock + claim in one transaction).
+transaction, except `claim`, whose statements (lock under per-workflow limits, claim, the
+next ready time) are one transaction in one round trip.
+
+The statements a slot sends for every run it drives (`claim`, `release`, `drop_ended`) go
+through the runtime's pipeline (`wfctl.runtime.wire`): prepared once per connection, so the
+server does not parse and plan them again for each run. Sent as one-off statements, the claim
+alone cost ~0.5 ms of server time each (planning the CTE), and idle slots claim several times
+per run (benchmarks.md, "The worker's CPU per step").
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from wfctl import sql
+from wfctl.runtime.wire import Pipeline
 
 CHANNEL = "wfctl_worker"
 
@@ -26,6 +34,16 @@ class Claim:
     claims: int
 
 
+@dataclass(frozen=True)
+class Polled:
+    """What one claim found: the run leased (or None) and the seconds until the next
+    unleased run this worker can run is ready, after that claim (None: none scheduled;
+    <= 0: another one is ready now)."""
+
+    claim: Claim | None
+    next_ready: float | None
+
+
 def claim(
     conn: psycopg.Connection[Any],
     *,
@@ -34,26 +52,34 @@ def claim(
     names: list[str],
     lease: float,
     limits: dict[str, int] | None = None,
-) -> Claim | None:
-    """Lease one ready run (FOR UPDATE SKIP LOCKED), or None."""
+) -> Polled:
+    """Lease one ready run (FOR UPDATE SKIP LOCKED), and read when the next one is ready.
+
+    One round trip, one (implicit) transaction: the next-ready time is read after the claim,
+    so it excludes the run just leased. A caller that leased one and sees another ready now
+    wakes one more idle slot: that is how several runs made ready at once (recovery, a NOTIFY
+    payload the server sends once per transaction) reach as many slots."""
     limited = sorted(limits or {})
     params = {
         "worker": worker,
         "queue": queue,
         "names": names,
-        "lease": lease,
+        "lease": float(lease),
         "limited": limited,
         "limits": [(limits or {})[n] for n in limited],
     }
+    batch: list[tuple[str | bytes, dict[str, Any] | None]] = []
     if limited:
-        with conn.transaction():
-            conn.execute(sql.load("worker/claim_lock"), {"queue": queue})
-            row = conn.execute(sql.load("worker/claim"), params).fetchone()
-    else:
-        row = conn.execute(sql.load("worker/claim"), params).fetchone()
-    if row is None:
-        return None
-    return Claim(str(row[0]), str(row[1]), int(row[2]), int(row[3]))
+        batch.append(("worker/claim_lock", {"queue": queue}))
+    batch += [("worker/claim", params), ("worker/next_ready", {"queue": queue, "names": names})]
+    *_, claimed, ready = Pipeline(conn).run(batch)
+    delay = ready.rows[0][0] if ready.rows else None
+    found = None
+    if claimed.rows:
+        run_id, name, wake_seq, claims = claimed.rows[0]
+        assert run_id is not None and name is not None and wake_seq and claims
+        found = Claim(run_id, name, int(wake_seq), int(claims))
+    return Polled(found, None if delay is None else float(delay))
 
 
 def release(
@@ -64,14 +90,20 @@ def release(
     seen: int,
     ready_at: datetime | None,
 ) -> None:
-    conn.execute(
-        sql.load("worker/release"),
-        {"run_id": run_id, "worker": worker, "seen": seen, "ready_at": ready_at},
+    # An aware time goes as text with its offset (the statement casts it to timestamptz).
+    at = None if ready_at is None else ready_at.isoformat()
+    Pipeline(conn).run(
+        [
+            (
+                "worker/release",
+                {"run_id": run_id, "worker": worker, "seen": seen, "ready_at": at},
+            )
+        ]
     )
 
 
 def drop_ended(conn: psycopg.Connection[Any], *, run_id: str, worker: str) -> None:
-    conn.execute(sql.load("worker/drop_ended"), {"run_id": run_id, "worker": worker})
+    Pipeline(conn).run([("worker/drop_ended", {"run_id": run_id, "worker": worker})])
 
 
 def register(
@@ -129,11 +161,6 @@ def recover(conn: psycopg.Connection[Any]) -> tuple[int, int] | None:
         row = conn.execute(sql.load("worker/recover")).fetchone()
     assert row is not None
     return int(row[0]), int(row[1])
-
-
-def next_ready(conn: psycopg.Connection[Any], *, queue: str, names: list[str]) -> float | None:
-    row = conn.execute(sql.load("worker/next_ready"), {"queue": queue, "names": names}).fetchone()
-    return None if row is None or row[0] is None else float(row[0])
 
 
 def status(conn: psycopg.Connection[Any]) -> dict[str, Any]:

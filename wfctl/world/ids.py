@@ -8,9 +8,11 @@ for a run's whole life: `wevt_<ULID>` (legacy, beta.29) or `evnt_` + 26 zero-pad
 from __future__ import annotations
 
 import os
+import random
 import re
 import threading
 import time
+import weakref
 from datetime import datetime
 
 from ulid import ULID
@@ -123,30 +125,46 @@ class MonotonicUlid:
     millisecond: python-ulid's own `ULID()` is monotonic per process, +1 per call.)
 
     Across processes (several `wfctl worker`s, hosts, repairs beside a worker) nothing is
-    shared, so uniqueness is probabilistic, as for any ULID: a fresh id has 80 random bits
-    from `os.urandom`, and when the clock has not passed the floor (same millisecond, or a
-    floor minted on a host whose clock runs ahead) the id is `floor + 1 + r` with r drawn
-    from 64 random bits, not `floor + 1`, so two processes continuing from one floor (a run
-    handed from one worker to another) do not meet either. Two ids of different processes
-    are equal with probability about 2**-64 per pair minted in the same millisecond; a
-    collision would be refused by the events' primary key and the transaction replayed.
+    shared, so uniqueness is probabilistic, as for any ULID: a fresh id has 80 random bits,
+    and when the clock has not passed the floor (same millisecond, or a floor minted on a
+    host whose clock runs ahead) the id is `floor + 1 + r` with r drawn from 64 random bits,
+    not `floor + 1`, so two processes continuing from one floor (a run handed from one
+    worker to another) do not meet either. Two ids of different processes are equal with
+    probability about 2**-64 per pair minted in the same millisecond; a collision would be
+    refused by the events' primary key and the transaction replayed.
+
+    The random bits come from a generator of this instance's own, seeded from `os.urandom`
+    (and seeded again in a forked child, which must not repeat its parent's sequence), not
+    from `os.urandom` per id: `os.urandom` releases the GIL for its system call, and with a
+    worker's 16 slots minting three ids per step each of those releases was one more GIL
+    hand-off between threads, a cost paid in CPU by the whole process (see benchmarks.md,
+    "The worker's CPU per step"). Ids need to be unpredictable only enough not to meet,
+    which a well-seeded Mersenne Twister is.
     """
 
     def __init__(self) -> None:
         self._last: int = 0
         self._last_text: str = ""
         self._lock = threading.Lock()  # slots, repairs and heartbeats run on many threads
+        self._random = random.Random(os.urandom(32))
+        _reseed_after_fork.add(self)
+
+    def reseed(self) -> None:
+        """New random state (a forked child: its ids must not follow its parent's)."""
+        self._random.seed(os.urandom(32))
 
     def next(self, after: str | None = None) -> str:
         """A ULID greater than every one minted before and than `after` (a ULID text)."""
-        fresh = (time.time_ns() // 1_000_000) << _RANDOM_BITS | int.from_bytes(os.urandom(10))
+        now_ms = time.time_ns() // 1_000_000
         with self._lock:
             floor = self._last
-            if after and after != self._last_text and is_ulid(after):
-                floor = max(floor, ulid_value(after))
-            value = fresh
+            # Texts of equal length compare like their values: a floor this process already
+            # passed (the usual case: a run's newest id was minted here) needs no parsing.
+            if after and after > self._last_text and is_ulid(after):
+                floor = ulid_value(after)
+            value = now_ms << _RANDOM_BITS | self._random.getrandbits(_RANDOM_BITS)
             if value <= floor:
-                value = floor + 1 + int.from_bytes(os.urandom(_STEP_BITS // 8))
+                value = floor + 1 + self._random.getrandbits(_STEP_BITS)
                 if value > _MAX_ULID:
                     value = floor + 1
                     if value > _MAX_ULID:
@@ -155,6 +173,16 @@ class MonotonicUlid:
             self._last, self._last_text = value, text
         return text
 
+
+_reseed_after_fork: weakref.WeakSet[MonotonicUlid] = weakref.WeakSet()
+
+
+def _reseed_all() -> None:
+    for generator in list(_reseed_after_fork):
+        generator.reseed()
+
+
+os.register_at_fork(after_in_child=_reseed_all)
 
 EVENT_ULIDS = MonotonicUlid()
 """The process's one generator of event ULIDs (see MonotonicUlid: uniqueness)."""
