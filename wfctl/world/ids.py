@@ -161,7 +161,7 @@ class MonotonicUlid:
             # Texts of equal length compare like their values: a floor this process already
             # passed (the usual case: a run's newest id was minted here) needs no parsing.
             if after and after > self._last_text and is_ulid(after):
-                floor = ulid_value(after)
+                floor = max(floor, ulid_value(after))  # a lower-case text compares above
             value = now_ms << _RANDOM_BITS | self._random.getrandbits(_RANDOM_BITS)
             if value <= floor:
                 value = floor + 1 + self._random.getrandbits(_STEP_BITS)
