@@ -87,7 +87,7 @@ def test_wf132_keeps_one_key_less_job(world, real_world, apply, doctor_json) -> 
     assert doctor_json(real_world, "--run", run_id)["summary"]["findings"] == 0
 
 
-def _queue_and_log(db) -> list[tuple[Any, ...]]:
+def queue_and_log(db) -> list[tuple[Any, ...]]:
     """Every job (all columns a repair could change), every event, every audit row."""
     with db.connect() as conn:
         jobs = conn.execute(
@@ -104,19 +104,19 @@ def test_healthy_long_sleeps_are_never_written_to(world, real_world, apply, repa
     Doctor is clean, and neither a dry run nor `repair --apply --all` writes anything."""
     long_sleeper(world)
     long_sleeper(world)
-    before = _queue_and_log(real_world)
+    before = queue_and_log(real_world)
     status, report = repair(real_world, *("--min-age", "0s", "--force-min-age"), "--all")
     assert status == 0 and report["items"] == [], report
     status, report = apply(real_world, "--all")
     assert status == 0 and report["items"] == [], report
-    assert _queue_and_log(real_world) == before
+    assert queue_and_log(real_world) == before
 
 
 def test_wf131_repair_refuses_a_healthy_chain_under_lock(world, real_world) -> None:
     """Even handed a WF131 finding (a stale report, a race), the repair re-proves under the
     wait's row lock that the chain makes no progress, and refuses a healthy one."""
     run_id, wait_id = long_sleeper(world)
-    before = _queue_and_log(real_world)
+    before = queue_and_log(real_world)
     finding = Finding("WF131", run_id, wait_id, None, False, "stale report")
     options = runner.RepairOptions(min_age=timedelta(0))
     with real_world.connect() as conn:
@@ -126,7 +126,7 @@ def test_wf131_repair_refuses_a_healthy_chain_under_lock(world, real_world) -> N
             conn, world_model, writer, options, run_id, [finding], "test", runner.LockedJobs()
         )
     assert item.outcome == "refused" and item.reason.startswith("healthy:"), item
-    assert _queue_and_log(real_world) == before
+    assert queue_and_log(real_world) == before
 
 
 def test_wf133_wakes_a_hooked_run_whose_wait_fell_due(world, real_world, apply) -> None:
@@ -146,7 +146,7 @@ def test_wf133_refuses_when_a_job_appeared_meanwhile(world, real_world) -> None:
     run_id, _ = sleep_raced_with_hook(world, -timedelta(minutes=2))
     finding = Finding("WF133", run_id, run_id, None, False, "stranded")
     world.ok([rw.queue(rw.WORKFLOW, {"runId": run_id})])  # meanwhile
-    before = _queue_and_log(real_world)
+    before = queue_and_log(real_world)
     with real_world.connect() as conn:
         world_model = model.inspect(conn, with_drift=False)
         writer = EventWriter(slots=world_model.has_event_slots)
@@ -155,4 +155,4 @@ def test_wf133_refuses_when_a_job_appeared_meanwhile(world, real_world) -> None:
             [finding], "test", runner.LockedJobs(),
         )  # fmt: skip
     assert item.outcome == "refused" and "live job" in item.reason, item
-    assert _queue_and_log(real_world) == before
+    assert queue_and_log(real_world) == before

@@ -21,6 +21,7 @@ import pytest
 
 from tests import judge
 from tests.judge import Runtime, stays, wait_until
+from tests.repair.test_queue_repairs import queue_and_log
 from tests.repair.test_real_judge import FORCE, db, findings, wfctl  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.skipif(
@@ -63,18 +64,6 @@ def continuation_jobs(db: Any) -> list[tuple[Any, ...]]:
         ).fetchall()
 
 
-def snapshot(db: Any) -> list[tuple[Any, ...]]:
-    """Every job (all columns a repair could change), every event, every audit row."""
-    with db.connect() as conn:
-        jobs = conn.execute(
-            "SELECT id, key, attempts, max_attempts, last_error, run_at, locked_at, revision"
-            " FROM graphile_worker._private_jobs ORDER BY id"
-        ).fetchall()
-        log = conn.execute("SELECT id, type FROM workflow.workflow_events ORDER BY id").fetchall()
-        audit = conn.execute("SELECT id FROM wfctl.repair_log").fetchall()
-    return [*jobs, *log, *audit]
-
-
 def test_two_hop_chains_of_a_real_long_sleep_are_healthy(db, wfctl, hops_folder, tmp_path):
     def runtime(name: str, max_delay: str) -> Runtime:
         env = {"WORKFLOW_WAIT_CONTINUATION_MAX_DELAY_SECONDS": max_delay}
@@ -95,9 +84,9 @@ def test_two_hop_chains_of_a_real_long_sleep_are_healthy(db, wfctl, hops_folder,
     assert all(k.split(":")[1].startswith("hop-") for k, *_ in chains), chains
     assert {message_attempt for *_, message_attempt in chains} == {1}
     assert findings(wfctl, run_id) == {}
-    before = snapshot(db)
+    before = queue_and_log(db)
     status, report = wfctl("repair", *FORCE, "--all")
     assert status == 0 and report["items"] == [], report
     status, report = wfctl("repair", "--apply", "--yes", "--reason", "t", *FORCE, "--all")
     assert status == 0 and report["items"] == [], report
-    assert snapshot(db) == before
+    assert queue_and_log(db) == before
