@@ -116,6 +116,33 @@ def test_separate_generators_do_not_meet_after_one_floor() -> None:
     assert not set(xs) & set(ys)
 
 
+@given(
+    st.integers(min_value=0, max_value=(1 << 128) - 3),
+    st.integers(min_value=2, max_value=1 << 100),
+    st.booleans(),
+)
+def test_an_id_between_two_sorts_strictly_between(low: int, gap: int, first: bool) -> None:
+    high = min(low + gap, (1 << 128) - 1)
+    before = None if first else "wevt_" + ids.ulid_text(low)
+    after = "wevt_" + ids.ulid_text(high)
+    chosen = ids.legacy_id_between(before, after)
+    assert (before or "") < chosen < after and ids.is_legacy_event_id(chosen)
+
+
+def test_an_id_between_avoids_the_edges_the_package_mints() -> None:
+    """`first - 1` and `previous + 1` are where the package's +1 minting puts other runs'."""
+    low, high = ids.ulid_value(ids.new_ulid()), ids.ulid_value(ids.new_ulid()) + (1 << 70)
+    edges = {"wevt_" + ids.ulid_text(low + 1), "wevt_" + ids.ulid_text(high - 1)}
+    picks = {
+        ids.legacy_id_between(before, "wevt_" + ids.ulid_text(high))
+        for before in (None, "wevt_" + ids.ulid_text(low))
+        for _ in range(50)
+    }
+    assert len(picks) == 100 and not picks & edges
+    with pytest.raises(ValueError, match="no wevt_ id is free"):
+        ids.legacy_id_between("wevt_" + ids.ulid_text(low), "wevt_" + ids.ulid_text(low + 1))
+
+
 def test_wait_row_key_round_trip() -> None:
     run, corr = "wrun_01M8XB1HBN9D4RVQ4SK527Y9AQ", "wait_01M8XB1HBN9D4RVQ4SK527Y9AR"
     key = ids.wait_row_key(run, corr)

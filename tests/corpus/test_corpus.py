@@ -58,7 +58,14 @@ def labels(trial: Trial, run_ids: set[str | None]) -> list[str]:
 def require_applied(trial: Trial) -> None:
     """The stage judged after a repair needs the repair to have run."""
     assert trial.apply is not None
-    assert trial.apply.status == 0 and trial.apply.report is not None, trial.apply.stderr
+    report = trial.apply.report or {}
+    refused = [i for i in report.get("items", []) if i.get("outcome") == "refused"]
+    left = {code: n for code, n in report.get("after", {}).items() if n}
+    assert trial.apply.status == 0 and trial.apply.report is not None, (
+        trial.apply.stderr,
+        refused,
+        left,
+    )
 
 
 # --- the worlds ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from tests.checks.test_wf111 import finished_step_without_event
 from tests.checks.test_wf112 import completed_wait_without_event
 from tests.checks.test_wf121 import run_without_run_created
 from tests.repair.conftest import FORCE, events, outcomes
-from wfctl.world import codec
+from wfctl.world import codec, ids
 
 
 def _apply_and_verify(apply, db, code: str, run_id: str) -> dict:
@@ -101,6 +101,27 @@ def test_wf121_restores_run_created_before_the_first_event(world, real_world, ap
     data = codec.decode(log[0][3])
     assert data["workflowName"] == rw.WORKFLOW and data["deploymentId"] == "postgres"
     assert data["input"] == b"devl[]"
+
+
+def test_wf121_places_run_created_past_an_id_another_run_holds(world, real_world, apply) -> None:
+    """The package mints ids +1 within a millisecond, so the id just below a run's first event
+    is often another run's (beta.29 keys events by id alone): the restored run_created must
+    not take `first - 1` (it did, and the insert met the key: "could not allocate")."""
+    run_id = run_without_run_created(world, real_world)
+    other = rw.new_run_id()
+    world.ok([rw.run_created(other)])
+    with real_world.connect() as conn:
+        (first,) = conn.execute(
+            "SELECT min(id) FROM workflow.workflow_events WHERE run_id = %s", (run_id,)
+        ).fetchone()
+        below = "wevt_" + ids.ulid_text(ids.ulid_value(first[5:]) - 1)
+        conn.execute(
+            "UPDATE workflow.workflow_events SET id = %s WHERE run_id = %s", (below, other)
+        )
+    _apply_and_verify(apply, real_world, "WF121", run_id)
+    log = events(real_world, run_id)
+    assert [e[1] for e in log][:2] == ["run_created", "run_started"]
+    assert log[0][0] < first and log[0][0] != below
 
 
 def test_audit_log_records_each_repair(world, real_world, apply, run_cli) -> None:

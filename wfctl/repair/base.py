@@ -41,14 +41,16 @@ class NewEvent:
     data: dict[str, Any] | None
     spec_version: int | None
     first_slot: bool = False  # a slot run's run_created at slot 1 (with its marker)
-    legacy_id: str | None = None  # a chosen position in a legacy run
-    created_at: datetime | None = None  # with legacy_id: between its neighbours' (replay clock)
+    # A position in a legacy run: strictly between two of its ids (None: before the second).
+    between: tuple[str | None, str] | None = None
+    created_at: datetime | None = None  # with `between`: between its neighbours' (replay clock)
 
     def summary(self) -> str:
         keys = ", ".join(f"{k}={codec.describe(v, 24)}" for k, v in (self.data or {}).items())
-        where = (
-            " at slot 1" if self.first_slot else (f" as {self.legacy_id}" if self.legacy_id else "")
-        )
+        where = " at slot 1" if self.first_slot else ""
+        if self.between is not None:
+            before, after = self.between
+            where = f" after {before} and before {after}" if before else f" before {after}"
         return f"{self.type}({self.correlation_id or '-'}){where} {{{keys}}}"
 
 

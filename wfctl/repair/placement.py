@@ -27,8 +27,6 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from ulid import ULID
-
 from wfctl.repair.base import Context, NewEvent, Refused
 from wfctl.world import ids
 
@@ -55,8 +53,8 @@ def place_terminal(
             "hook's) sort between, and the code may have gone on because of one of those (a "
             "race): no position is right for every replay; see --explain WF111"
         )
-    legacy_id = id_between(ctx, row["previous_id"], row["dependent_id"], why)
-    placed = dataclasses.replace(event, legacy_id=legacy_id, created_at=row["placed_at"])
+    between = legacy_between(ctx, row["previous_id"], row["dependent_id"], why)
+    placed = dataclasses.replace(event, between=between, created_at=row["placed_at"])
     return placed, [f"placed before {dependent} (written after the completion), not appended"]
 
 
@@ -73,13 +71,16 @@ def place_creation(ctx: Context, event: NewEvent) -> tuple[NewEvent, list[str]]:
         f"the entity's log already ends (terminal event after {first}): a {event.type} after "
         "it would be offered to no consumer"
     )
-    legacy_id = id_between(ctx, row["previous_id"], first, why)
-    placed = dataclasses.replace(event, legacy_id=legacy_id, created_at=row["first_created_at"])
+    between = legacy_between(ctx, row["previous_id"], first, why)
+    placed = dataclasses.replace(event, between=between, created_at=row["first_created_at"])
     return placed, [f"placed before the entity's first event {first}, not appended"]
 
 
-def id_between(ctx: Context, before: str | None, after: str, why: str) -> str:
-    """A fresh `wevt_` id sorting strictly between two events of a legacy run; else Refused."""
+def legacy_between(
+    ctx: Context, before: str | None, after: str, why: str
+) -> tuple[str | None, str]:
+    """Two ids of a legacy run with a free `wevt_` id strictly between (the writer draws it:
+    ids.legacy_id_between); else Refused. `before` None: the position before `after`."""
     scheme = ctx.writer.scheme(ctx.conn, ctx.run["id"], lock=ctx.lock)
     if scheme != "legacy":
         raise Refused(
@@ -88,8 +89,8 @@ def id_between(ctx: Context, before: str | None, after: str, why: str) -> str:
         )
     if not ids.is_legacy_event_id(after) or not (before is None or ids.is_legacy_event_id(before)):
         raise Refused(f"{why}; its neighbours {before}, {after} are not wevt_ ULID ids")
-    high = int(ULID.from_str(after[5:]))
-    low = int(ULID.from_str(before[5:])) if before else -1
-    if high - low < 2:
-        raise Refused(f"{why}; no wevt_ id is free between {before} and {after}")
-    return ids.LEGACY_EVENT_PREFIX + str(ULID.from_int(high - 1 if before is None else low + 1))
+    try:
+        ids.legacy_id_between(before, after)
+    except ValueError as exc:
+        raise Refused(f"{why}; {exc}") from None
+    return before, after

@@ -523,7 +523,7 @@ def _execute(ctx: Context, action: Action) -> list[str]:
             event.data,
             event.spec_version,
             first_slot=event.first_slot,
-            legacy_id=event.legacy_id,
+            between=event.between,
             created_at=event.created_at,
         )
         written.append(result.id)

@@ -7,12 +7,10 @@ its first event, and no marker."""
 
 from typing import Any
 
-from ulid import ULID
-
 from wfctl.doctor.base import Finding
-from wfctl.repair import slotlog
+from wfctl.repair import placement, slotlog
 from wfctl.repair.base import Action, Context, NewEvent, Refused, Repair
-from wfctl.world import codec, ids
+from wfctl.world import codec
 
 
 class CompleteRunCreation(Repair):
@@ -48,11 +46,9 @@ class CompleteRunCreation(Repair):
         first_id = bounds["first_id"]
         if first_id is None:
             return Action(events=[event])  # an empty legacy log: any fresh id is first
-        if not first_id.startswith(ids.LEGACY_EVENT_PREFIX) or not ids.is_ulid(first_id[5:]):
-            raise Refused(f"the run's first event {first_id} is not a legacy id: cannot place it")
-        # The log is read in id order: sort run_created just before the first event.
-        before = ids.LEGACY_EVENT_PREFIX + str(ULID.from_int(int(ULID.from_str(first_id[5:])) - 1))
-        return Action(events=[NewEvent("run_created", None, data, spec, legacy_id=before)])
+        # The log is read in id order: sort run_created before the first event.
+        between = placement.legacy_between(ctx, None, first_id, "run_created goes first")
+        return Action(events=[NewEvent("run_created", None, data, spec, between=between)])
 
 
 def _first(event: NewEvent) -> NewEvent:

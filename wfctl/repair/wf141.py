@@ -22,8 +22,8 @@ from typing import Any
 
 from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, Refused, Repair
-from wfctl.repair.placement import id_between
-from wfctl.world import codec
+from wfctl.repair.placement import legacy_between
+from wfctl.world import codec, ids
 
 # What the runtime writes when it cannot replay a log (core beta.39 classifyRunError).
 REPLAY_FAILURES = ("CORRUPTED_EVENT_LOG", "REPLAY_DIVERGENCE")
@@ -59,7 +59,10 @@ class ReviveLateStepStart(Repair):
             )
         start = late[0]
         why = f"the late step_started {start['id']} must sort before {start['terminal_id']}"
-        new_id = id_between(ctx, start["before_terminal"], start["terminal_id"], why)
+        # A random id in the gap, not its edge: the package mints +1 within a millisecond.
+        new_id = ids.legacy_id_between(
+            *legacy_between(ctx, start["before_terminal"], start["terminal_id"], why)
+        )
         return Action(
             row_changes=[
                 (

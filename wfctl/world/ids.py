@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import secrets
 import threading
 import time
 import weakref
@@ -110,6 +111,25 @@ def ulid_value(text: str) -> int:
     for i in range(0, 26, 2):
         value = (value << 10) | _PAIR_VALUES[text[i : i + 2]]
     return value
+
+
+def legacy_id_between(before: str | None, after: str) -> str:
+    """A random `wevt_` id sorting strictly between two legacy ids (`before` None: anything
+    below `after`); ValueError when none is free. For an event placed inside a legacy run.
+
+    Never `before + 1` or `after - 1`: the package's `monotonicFactory` mints `+1` within a
+    millisecond, so those values are often another run's events (beta.29's key is the id
+    alone). The pick is uniform among the 2**64 values next to `before` (or, first in a
+    run, next to `after`), and the writer draws again if the insert still meets a taken id.
+    """
+    high = ulid_value(after[len(LEGACY_EVENT_PREFIX) :])
+    low = -1 if before is None else ulid_value(before[len(LEGACY_EVENT_PREFIX) :])
+    if high - low < 2:
+        raise ValueError(f"no wevt_ id is free between {before} and {after}")
+    width = min(high - low - 1, 1 << _STEP_BITS)
+    offset = secrets.randbelow(width)
+    value = high - 1 - offset if before is None else low + 1 + offset
+    return LEGACY_EVENT_PREFIX + ulid_text(value)
 
 
 class MonotonicUlid:

@@ -26,7 +26,7 @@ from wfctl.errors import RefusedError
 from wfctl.world import codec, ids
 
 CREATION_TYPES = frozenset({"step_created", "hook_created", "wait_created", "attr_set"})
-MAX_SLOT_ATTEMPTS = 40  # the slot-era world's own bound
+MAX_ID_ATTEMPTS = 40  # the slot-era world's own bound (slots); a taken legacy id is drawn again
 CREATION_INDEX = "workflow_events_entity_creation_unique"
 GUARD_PREFIX = "wfctl guard"
 
@@ -160,19 +160,20 @@ class EventWriter:
         spec_version: int | None,
         *,
         first_slot: bool = False,
-        legacy_id: str | None = None,
+        between: tuple[str | None, str] | None = None,
         created_at: datetime | None = None,
     ) -> Written:
         """Insert one event in the caller's transaction; `AlreadyExists` for a duplicate creation.
 
         `first_slot` writes the literal slot 1 (a run's run_created, right after its marker);
-        `legacy_id` places an event of a legacy run at a chosen position (a restored
-        run_created must sort before the run's first event; a restored completion before the
-        first event that depended on it), with `created_at` between its neighbours' (the
-        replay clock reads it), else the database's now().
+        `between` places an event of a legacy run strictly between two of its ids (a restored
+        run_created before the run's first event: `(None, first)`; a restored completion
+        before the first event that depended on it), a fresh random id drawn again when taken
+        (ids.legacy_id_between), with `created_at` between its neighbours' (the replay clock
+        reads it), else the database's now().
         """
         scheme, newest = ("slot", None) if first_slot else self._read_scheme(conn, run_id, True)
-        if legacy_id is not None and scheme != "legacy":
+        if between is not None and scheme != "legacy":
             raise RefusedError(f"run {run_id} is slot-numbered: no legacy id may be chosen")
         params: dict[str, Any] = {
             "run_id": run_id,
@@ -181,13 +182,18 @@ class EventWriter:
             "payload_cbor": codec.encode(event_data) if event_data is not None else None,
             "spec_version": spec_version,
         }
-        attempts = 1 if (first_slot or scheme == "legacy") else MAX_SLOT_ATTEMPTS
+        attempts = 1 if first_slot else MAX_ID_ATTEMPTS
         for _ in range(attempts):
-            legacy_id_now: str | None = legacy_id
-            if scheme == "legacy" and legacy_id is None:
+            legacy_id: str | None = None
+            if between is not None:
+                try:
+                    legacy_id = ids.legacy_id_between(*between)
+                except ValueError as exc:
+                    raise RefusedError(f"run {run_id}: {exc}") from None
+            elif scheme == "legacy":
                 floor = newest[5:] if newest else None
-                legacy_id_now = ids.LEGACY_EVENT_PREFIX + self.clock.next(after=floor)
-            row = self._insert(conn, scheme, params, first_slot, legacy_id_now, created_at)
+                legacy_id = ids.LEGACY_EVENT_PREFIX + self.clock.next(after=floor)
+            row = self._insert(conn, scheme, params, first_slot, legacy_id, created_at)
             if row is not None:
                 return Written(row[0], row[1], scheme)
             if event_type in CREATION_TYPES:
