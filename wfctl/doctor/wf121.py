@@ -25,8 +25,9 @@ CHECK = Check(
         "row (deploymentId, workflowName, input, executionContext, attributes, "
         "encryptionPublicKey); its other events, if any, are renumbered behind it, only with "
         "--allow-rewrite (see 'Slot-log rewrites'). Any other run is legacy: run_created gets "
-        "a wevt_ id just before its first event and no marker, so world and runtime both read "
-        "it as legacy.",
+        "a wevt_ id before its first event (drawn at random from the 2^64 ids below it: the "
+        "package mints +1 within a millisecond, so first - 1 is often another run's event) "
+        "and no marker, so world and runtime both read it as legacy.",
     ),
     sql_by_era={"beta29": "checks/WF121.beta29"},
 )
