@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,34 +28,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import wfctl  # noqa: E402
 from benchmarks.gen_world import DEFAULT_PGDATA, db_dsn, start_server  # noqa: E402
 from wfctl.world import ids  # noqa: E402
 
 
 def doctor(dsn: str, *args: str) -> tuple[float, dict[str, Any], str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    started = time.perf_counter()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wfctl",
-            "--dsn",
-            dsn,
-            "--format",
-            "json",
-            "--statement-timeout",
-            "0",
-            "doctor",
-            "--limit",
-            "1000000",
-            *args,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    seconds = time.perf_counter() - started
+    seconds, done = wfctl(dsn, "--statement-timeout", "0", "doctor", "--limit", "1000000", *args)
     if done.returncode not in (0, 1, 2):
         raise SystemExit(f"doctor failed ({done.returncode}): {done.stderr}")
     return seconds, json.loads(done.stdout), done.stderr.strip()

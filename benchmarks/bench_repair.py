@@ -18,11 +18,8 @@ import argparse
 import base64
 import json
 import multiprocessing as mp
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +29,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import throwaway_server, wfctl  # noqa: E402
 from tests.conftest import node_available, real_bootstrap  # noqa: E402
 from wfctl.world import codec, ids  # noqa: E402
 from wfctl.world.bootstrap import bootstrap  # noqa: E402
@@ -177,17 +175,8 @@ def main() -> None:
     parser.add_argument("--insert-rate", type=float, default=500.0, help="inserts per second")
     args = parser.parse_args()
 
-    import pgserver
-
-    data = Path(tempfile.mkdtemp(prefix="wfctl-bench-repair-"))
-    server = pgserver.get_server(str(data), cleanup_mode="stop")
-    try:
-        base = str(server.get_uri())
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-            version = conn.execute("SHOW server_version").fetchone()[0]
-            fsync = conn.execute("SHOW fsync").fetchone()[0]
-        dsn = psycopg.conninfo.make_conninfo(base, dbname="bench")
+    with throwaway_server("wfctl-bench-repair-") as server:
+        dsn, version, fsync = server.dsn, server.version, server.fsync
         t0 = time.perf_counter()
         build_world(dsn, args.findings)
         print(f"world: {args.findings} findings built in {time.perf_counter() - t0:.1f} s")
@@ -196,31 +185,10 @@ def main() -> None:
         loader = mp.Process(target=insert_load, args=(dsn, args.insert_rate, stop, out))
         loader.start()
         time.sleep(1.0)
-        started = time.perf_counter()
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "wfctl",
-                "--dsn",
-                dsn,
-                "--format",
-                "json",
-                "repair",
-                "--apply",
-                "--yes",
-                "--reason",
-                "bench",
-                "--limit",
-                str(args.findings * 2),
-                "--only",
-                "WF101,WF112",
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-        total = time.perf_counter() - started
+        total, done = wfctl(
+            dsn, "repair", "--apply", "--yes", "--reason", "bench",
+            "--limit", str(args.findings * 2), "--only", "WF101,WF112",
+        )  # fmt: skip
         stop.set()
         latencies, errors = out.get(timeout=30)
         loader.join()
@@ -240,9 +208,6 @@ def main() -> None:
             f"p99 {pct(latencies, 0.99):.2f} ms, max {max(latencies):.2f} ms"
         )
         print(f"after: {report['after']}")
-    finally:
-        server.cleanup()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -16,10 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +25,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import throwaway_server, wfctl  # noqa: E402
 from wfctl.world.bootstrap import bootstrap  # noqa: E402
 
 # Poisoned runs: slots 1..half (run_created first), then wevt_ ids for the rest; the wevt_
@@ -62,19 +60,6 @@ FROM generate_series(1, %(runs)s) r, generate_series(1, 1000) n;
 """
 
 
-def wfctl(dsn: str, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "wfctl", "--dsn", dsn, "--format", "json", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
-    return time.perf_counter() - started, done
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000, help="poisoned runs")
@@ -83,16 +68,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=4)
     args = parser.parse_args()
 
-    import pgserver
-
-    data = Path(tempfile.mkdtemp(prefix="wfctl-bench-slot-"))
-    server = pgserver.get_server(str(data), cleanup_mode="stop")
-    try:
-        base = str(server.get_uri())
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-            version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-        dsn = psycopg.conninfo.make_conninfo(base, dbname="bench")
+    with throwaway_server("wfctl-bench-slot-") as server:
+        dsn, version = server.dsn, server.version
         t0 = time.perf_counter()
         with psycopg.connect(dsn, autocommit=True) as conn:
             bootstrap(conn, "slot")
@@ -139,9 +116,6 @@ def main() -> None:
             v["spec_version"]: v["events"] for v in json.loads(info.stdout)["spec_versions"]
         }
         print(f"wfctl info: {seconds:.2f} s wall (process start included); events {versions}")
-    finally:
-        server.cleanup()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":
