@@ -2,6 +2,7 @@
 -- Only pg_catalog is read (no to_regclass: it needs USAGE on the schema), so this works for
 -- any role, before privileges are checked: a role without access to graphile_worker still
 -- learns that the queue exists, and the queue checks report UNKNOWN instead of failing all.
+-- in_recovery: a hot standby (or a server still replaying WAL) takes no write at all.
 WITH rel AS (
     SELECT n.nspname || '.' || c.relname AS name, c.oid
     FROM pg_catalog.pg_class c
@@ -30,5 +31,6 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'workflow')
        ) AS events_key,
        current_setting('server_version') AS server_version,
        current_setting('server_version_num')::int AS server_version_num,
+       pg_catalog.pg_is_in_recovery() AS in_recovery,
        current_database() AS database,
        current_user AS "user";

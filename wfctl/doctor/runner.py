@@ -129,6 +129,7 @@ class Report:
                 "name": self.world.database,
                 "user": self.world.user,
                 "server_version": self.world.server_version,
+                "standby": self.world.standby,
                 "era": self.world.era,
                 "graphile_worker": self.world.has_graphile,
             },

@@ -17,7 +17,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from wfctl import sql
-from wfctl.errors import WfctlError
+from wfctl.errors import RefusedError, WfctlError
 from wfctl.world import catalog, drizzle
 
 KNOWN_ERAS = ("beta29", "slot")
@@ -41,6 +41,8 @@ class World:
     migrations: list[str] = field(default_factory=list)
     unknown_migrations: list[str] = field(default_factory=list)
     drift: list[str] = field(default_factory=list)
+    # A hot standby (pg_is_in_recovery): every read works, every write is refused.
+    standby: bool = False
 
     @property
     def present(self) -> bool:
@@ -64,6 +66,7 @@ class World:
             "database": self.database,
             "user": self.user,
             "server_version": self.server_version,
+            "standby": self.standby,
             "world": self.present,
             "era": self.era if self.present else None,
             "kind": self.kind,
@@ -85,6 +88,14 @@ class World:
             raise WfctlError(
                 f"database {self.database!r} holds no world (schema `workflow` is missing)",
                 hint="check the DSN's database, or create one with `wfctl bootstrap`",
+            )
+
+    def require_primary(self, doing: str) -> None:
+        """Refuse (exit 2) a write on a read-only standby, before anything is written."""
+        if self.standby:
+            raise RefusedError(
+                f"the server is a read-only standby (pg_is_in_recovery): cannot {doing}",
+                hint="point the DSN at the primary; nothing was written",
             )
 
     def require_known(self) -> None:
@@ -126,6 +137,7 @@ def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
         era=era,
         migrations=recorded,
         unknown_migrations=unknown,
+        standby=p["in_recovery"],
     )
     if with_drift and world.present:
         world.drift = [

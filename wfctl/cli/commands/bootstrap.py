@@ -10,7 +10,8 @@ import typer
 
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format
-from wfctl.connection.db import connect, query_error
+from wfctl.connection.db import connect, query_error, read_only
+from wfctl.world import model
 
 
 class Era(enum.StrEnum):
@@ -41,6 +42,8 @@ def bootstrap(
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
     with connect(st.target, autocommit=True) as conn:
         try:
+            with read_only(conn):
+                model.inspect(conn, with_drift=False).require_primary("bootstrap a world")
             # imported here: alembic/SQLAlchemy cost ~0.5 s that other commands never need
             from wfctl.world.bootstrap import bootstrap as run_bootstrap
 

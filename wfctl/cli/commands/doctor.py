@@ -178,19 +178,30 @@ def _incremental(
     skew: timedelta,
     helpers: list[psycopg.Connection[tuple[object, ...]]],
 ) -> doctor.Report:
-    """A read-only pass over the touched runs, then the watermark in its own transaction."""
+    """A read-only pass over the touched runs, then the watermark in its own transaction.
+
+    On a hot standby nothing can be written: the pass starts from the last watermark the
+    primary recorded (replicated here; a full pass when there is none) and records nothing."""
     with read_only(conn, snapshot=bool(helpers)):
         world = model.inspect(conn, with_drift=False)
         world.require_present()
         report, done = incremental.run(conn, world, checks, options, skew, helpers=helpers)
-    incremental.save(conn, report, done)
+    if world.standby:
+        saved = (
+            "watermark NOT saved: the server is a read-only standby (pg_is_in_recovery);"
+            " a pass on the primary records one"
+        )
+    else:
+        incremental.save(conn, report, done)
+        saved = (
+            "watermark saved" if done.saved else "watermark NOT advanced (a check could not run)"
+        )
     since = done.previous.verified_to if done.previous else None
     what = (
         "full pass (no watermark yet)"
         if done.full
         else f"{done.touched:,} runs since {since} (found in {done.touched_seconds:.2f} s)"
     )
-    saved = "watermark saved" if done.saved else "watermark NOT advanced (a check could not run)"
     output.message(f"wfctl doctor --incremental: {what}; {saved}")
     return report
 

@@ -79,6 +79,7 @@ def gc_command(
             if not apply:
                 report = gc.plan(conn, world, options)
             else:
+                world.require_primary("collect garbage")
                 report = _apply(st.output, conn, world, options, reason_text, yes)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "collecting garbage") from None

@@ -59,7 +59,8 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
     lines = [
         f"connection:   {report['dsn']}  (from {report['dsn_source']})",
         f"server:       PostgreSQL {world.server_version}, database {world.database!r}, "
-        f"user {world.user!r}",
+        f"user {world.user!r}"
+        + (", read-only hot standby (pg_is_in_recovery)" if world.standby else ""),
         f"world:        {world.kind}",
     ]
     if report["embedded"]:

@@ -155,6 +155,7 @@ def repair(
                 world = model.inspect(conn, with_drift=False)
             world.require_known()
             if apply:
+                world.require_primary("apply repairs")
                 _preflight(st.output, world, yes)
                 if bootstrap.ensure_audit_schema(conn):
                     st.output.message("created schema `wfctl` for the repair audit log")

@@ -340,6 +340,7 @@ def bulk_command(
             if not apply:
                 report = bulk.BulkReport(action.name, False, flt.text, runs)
             else:
+                world.require_primary(f"{action.name} runs")
                 st.output.message(f"wfctl runs {action.name}: {len(runs):,} runs match")
                 if runs:
                     _show_sample(st, runs, sample)
