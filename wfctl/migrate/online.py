@@ -342,6 +342,8 @@ class OnlineMigration:
             st = state_mod.read(conn)
         self._check_world(world, st)
         opts = self.options
+        if not opts.dry_run:
+            world.require_primary("migrate the event key")
         if opts.swap:
             assert opts.package is not None
             self.plan = plan_swap(opts.package, st)
