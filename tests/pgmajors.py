@@ -233,10 +233,17 @@ def _as_owner(argv: list[str], check: bool = True) -> subprocess.CompletedProces
     return proc
 
 
-def start_cluster(install: PgInstall, timezone: str = "UTC") -> Cluster:
+def start_cluster(
+    install: PgInstall, timezone: str = "UTC", *, standby_of: Cluster | None = None
+) -> Cluster:
     """initdb + start a private server of `install`'s major on a Unix socket; `timezone`
-    becomes the cluster's default TimeZone (as a server outside UTC is configured)."""
-    base = Path(tempfile.mkdtemp(prefix=f"wfctl-pg{install.major}-"))
+    becomes the cluster's default TimeZone (as a server outside UTC is configured).
+
+    `standby_of`: instead of initdb, `pg_basebackup -R` of that running primary (WAL
+    streamed; `standby.signal` and `primary_conninfo` written), so the server starts as its
+    streaming hot standby (tests/standby.py)."""
+    role = "-standby" if standby_of is not None else ""
+    base = Path(tempfile.mkdtemp(prefix=f"wfctl-pg{install.major}{role}-"))
     if _is_root():
         entry = owner()
         os.chown(base, entry.pw_uid, entry.pw_gid)
@@ -248,8 +255,12 @@ def start_cluster(install: PgInstall, timezone: str = "UTC") -> Cluster:
     )
     initdb = [str(install.tool("initdb")), "-D", str(data), "-U", "postgres", "--auth=trust"]
     pg_ctl = [str(install.tool("pg_ctl")), "-D", str(data), "-l", str(base / "log"), "-w"]
+    make = [*initdb, "-E", "UTF8", "--no-locale", "--no-sync"]
+    if standby_of is not None:
+        backup = [str(install.tool("pg_basebackup")), "-d", standby_of.admin_dsn, "-D", str(data)]
+        make = [*backup, "-R", "-X", "stream", "-c", "fast", "--no-sync"]
     try:
-        _as_owner([*initdb, "-E", "UTF8", "--no-locale", "--no-sync"])
+        _as_owner(make)
         _as_owner([*pg_ctl, "-t", "120", "-o", options, "start"])
     except RuntimeError as exc:
         log = (base / "log").read_text(errors="replace") if (base / "log").exists() else ""

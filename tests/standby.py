@@ -12,13 +12,9 @@ primary has written so far (`pg_current_wal_lsn` / `pg_last_wal_replay_lsn`).
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import psycopg
 
@@ -63,54 +59,12 @@ class Pair:
                 time.sleep(0.05)
 
 
-def start_standby(primary: pgmajors.Cluster) -> pgmajors.Cluster:
-    """`pg_basebackup -R` of `primary` into a directory of its own, started as a hot standby
-    listening on a Unix socket in that directory."""
-    install = primary.install
-    base = Path(tempfile.mkdtemp(prefix=f"wfctl-pg{install.major}-standby-"))
-    if os.geteuid() == 0:
-        entry = pgmajors.owner()
-        os.chown(base, entry.pw_uid, entry.pw_gid)
-    base.chmod(0o755)
-    data = base / "data"
-    options = (
-        f"-k {base} -c listen_addresses='' -p 5432 -c fsync=off -c hot_standby=on"
-        " -c max_connections=60"
-    )
-    pg_ctl = [str(install.tool("pg_ctl")), "-D", str(data), "-l", str(base / "log"), "-w"]
-    try:
-        pgmajors._as_owner(
-            [
-                str(install.tool("pg_basebackup")),
-                "-d",
-                primary.admin_dsn,
-                "-D",
-                str(data),
-                "-R",  # standby.signal + primary_conninfo
-                "-X",
-                "stream",
-                "-c",
-                "fast",
-                "--no-sync",
-            ]
-        )
-        pgmajors._as_owner([*pg_ctl, "-t", "120", "-o", options, "start"])
-    except RuntimeError as exc:
-        log = (base / "log").read_text(errors="replace") if (base / "log").exists() else ""
-        shutil.rmtree(base, ignore_errors=True)
-        raise RuntimeError(f"{exc}\n{log[-2000:]}") from None
-    dsn = psycopg.conninfo.make_conninfo(
-        host=str(base), port=5432, user="postgres", dbname="postgres"
-    )
-    return pgmajors.Cluster(install, dsn, base)
-
-
 @contextlib.contextmanager
 def replicated(install: pgmajors.PgInstall) -> Iterator[Pair]:
     """A fresh primary and a streaming standby of it; both stopped and deleted afterwards."""
     primary = pgmajors.start_cluster(install)
     try:
-        standby = start_standby(primary)
+        standby = pgmajors.start_cluster(install, standby_of=primary)
         try:
             yield Pair(primary, standby)
         finally:
