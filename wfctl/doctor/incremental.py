@@ -17,7 +17,10 @@ only flagged runs can cross. So the report equals a full `--all` on the same wor
 (tests/test_doctor_incremental.py). The watermark is taken before anything is read and
 never later than the oldest open transaction's start, so a write committing during the
 pass is seen by the next one. A pass where a history check could not run (UNKNOWN) keeps
-the old watermark: its runs are checked again next time.
+the old watermark: its runs are checked again next time. On a hot standby the pass reads
+the watermark the primary's passes recorded (replicated with the rest) and `save` is not
+called: the standby holds every write that committed before that watermark was saved, so
+the argument above holds there, and nothing is written.
 
 Clocks: DB-default columns are compared with the watermark in the session clock; JS-written
 columns (updated_at, ULID ids) with it in UTC minus the clock skew tolerated between the

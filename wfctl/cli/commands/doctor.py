@@ -101,7 +101,8 @@ def doctor_command(
         typer.Option(
             "--incremental",
             help="--all, but only the runs touched since the last --incremental pass (keeps a"
-            " watermark in schema wfctl; the first pass is full).",
+            " watermark in schema wfctl; the first pass is full; on a hot standby it reads the"
+            " primary's watermark and writes nothing).",
         ),
     ] = False,
     clock_skew: Annotated[
