@@ -1,6 +1,7 @@
 """A/B of the folded step statement (sql/runtime/commit_step.sql) in one process.
 
     python benchmarks/bench_fold.py [--dsn ADMIN_DSN] [--blocks 8] [--steps 400] [--threads 16]
+        [--only sequential|concurrent|tx] [--no-sync]
 
 The same tree, the same server and the same moment for both forms: blocks alternate between
 the folded form (guard + commit_step: two statements per sequential step) and the separate
@@ -11,7 +12,11 @@ each era (beta.29-shape and slot-era worlds):
   client CPU (this process) and the backend's CPU (/proc, local servers only);
 - `concurrent`: THREADS runs of STEPS steps at once, one thread and connection each (what a
   worker's slots do, without the queue): steps/s, and client + backends' CPU per step;
-and counts the runtime's statements per step (executions of its prepared statements,
+- `tx`: STEPS step transactions sent through the store alone (no engine, no workflow), so the
+  client CPU is the store's and the wire's only;
+`--no-sync` sets synchronous_commit=off on those sessions (no commit waits for the disk: the
+CPU figures are then the statements' own, a diagnostic). Also counts the runtime's
+statements per step (executions of its prepared statements,
 pg_prepared_statements of each session). Prints a JSON report: per form, the blocks' figures
 and min / median / max.
 """
@@ -36,7 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_runtime import backend_cpu_ms, make_world, many_steps, wf  # noqa: E402
+from bench_runtime import (  # noqa: E402
+    SESSION_OPTIONS,
+    backend_cpu_ms,
+    make_world,
+    many_steps,
+    wf,
+)
 
 from wfctl.runtime import store as store_module  # noqa: E402
 from wfctl.runtime.executor import Executor, create  # noqa: E402
@@ -73,7 +84,42 @@ def drive(dsn: str, steps: int, out: dict[str, float], start: threading.Barrier)
             ex.close()
 
 
+def transactions(dsn: str, steps: int) -> dict[str, float]:
+    """STEPS step transactions of one run sent through the store alone (no engine, no
+    workflow): each completes the previous step and starts the next, as a sequential step's
+    transaction does. Client CPU here is the store's and the wire's only."""
+    from wfctl.runtime import serde
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        store = Store(conn)
+        run_id = create(many_steps, [1], conn=conn).run_id
+        tx = store.tx(run_id, store.read_events(run_id)[-1].id)
+        tx.run_started()
+        step = f"step_{run_id[5:]}_"  # step ids are unique across runs
+        tx.start_new_step(f"{step}0", "trivial", serde.dumps([0]))
+        floor = tx.commit()[-1].id
+        result, args = serde.dumps(0), serde.dumps([1])
+        sent0, server0 = statements(conn), backend_cpu_ms(conn)
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        for i in range(1, steps + 1):
+            tx = store.tx(run_id, floor)
+            tx.complete_step(f"{step}{i - 1}", "trivial", result)
+            tx.start_new_step(f"{step}{i}", "trivial", args)
+            floor = tx.commit()[-1].id
+        cpu1, t1 = time.process_time(), time.perf_counter()
+        server1 = backend_cpu_ms(conn)
+        return {
+            "steps_per_s": round(steps / (t1 - t0), 1),
+            "step_ms": round(1000 * (t1 - t0) / steps, 4),
+            "client_cpu_ms_per_step": round(1000 * (cpu1 - cpu0) / steps, 4),
+            "server_cpu_ms_per_step": round(((server1 or 0.0) - (server0 or 0.0)) / steps, 4),
+            "statements_per_step": round((statements(conn) - sent0) / steps, 3),
+        }
+
+
 def block(dsn: str, steps: int, threads: int) -> dict[str, float]:
+    if threads == 0:
+        return transactions(dsn, steps)
     outs: list[dict[str, float]] = [{} for _ in range(threads)]
     start = threading.Barrier(threads + 1)
     workers = [threading.Thread(target=drive, args=(dsn, steps, out, start)) for out in outs]
@@ -107,7 +153,18 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=8, help="blocks per form (alternating)")
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--only", choices=["sequential", "concurrent", "tx"])
+    parser.add_argument(
+        "--no-sync",
+        action="store_true",
+        help="synchronous_commit=off on the runtime's sessions: no commit waits for the disk, "
+        "so the CPU figures are the statements' own (a diagnostic)",
+    )
     args = parser.parse_args()
+    if args.no_sync:
+        SESSION_OPTIONS["options"] = "-c synchronous_commit=off"
+    shapes = [("sequential", 1), ("concurrent", args.threads), ("tx", 0)]
+    shapes = [s for s in shapes if args.only in (None, s[0])]
     server = None
     tmp = None
     if args.dsn:
@@ -125,12 +182,13 @@ def main() -> None:
             form = ("folded", "separate")[(b + b // 2) % 2]  # f s s f f s s f ...
             store_module._FOLDS = FOLDS if form == "folded" else {}
             for era, dsn in worlds.items():
-                for shape, threads in (("sequential", 1), ("concurrent", args.threads)):
+                for shape, threads in shapes:
                     fig = block(dsn, args.steps, threads)
                     fig["load_average"] = round(os.getloadavg()[0], 2)
                     figures.setdefault(f"{era} {shape} {form}", []).append(fig)
         report: dict[str, Any] = {
             "steps": args.steps,
+            "synchronous_commit_off": args.no_sync,
             "threads": args.threads,
             "blocks (min / median / max)": {},
         }
