@@ -1,6 +1,11 @@
--- complete_step: step_completed's row change, guarded (not terminal, §3.4): raises unless
--- exactly one step row changed. Sent alone when the step's transaction has another shape than
--- commit_step's (which folds the same change with the next step's start and the events).
+-- complete_step: step_completed's row change, guarded (not terminal, §3.4).
 -- params: step_id, output_cbor
-WITH u AS ({{runtime/complete_step_row}})
-{{runtime/complete_step_check}};
+WITH u AS (
+    UPDATE workflow.workflow_steps
+    SET status = 'completed', output_cbor = %(output_cbor)s,
+        completed_at = now() AT TIME ZONE 'UTC', updated_at = now() AT TIME ZONE 'UTC'
+    WHERE step_id = %(step_id)s AND status NOT IN ('completed', 'failed', 'cancelled')
+    RETURNING step_id)
+SELECT CASE WHEN count(*) = 1 THEN 1
+            ELSE ('wfctl guard: step ' || %(step_id)s::text || ' is missing or terminal (' || count(*) || ')')::int END
+FROM u;

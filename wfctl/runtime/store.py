@@ -696,7 +696,7 @@ class Tx:
         # raises PositionTaken instead of Unseen; the executor replays on both.
         fold = opening and commit and bool(self._events) and self.floor is not None
         batch = self._begin_batch(explicit=not commit, unseen=not fold) if opening else []
-        tail: list[tuple[str | bytes, dict[str, Any] | None]] = list(self._ops)
+        batch.extend(self._ops)
         events = self._events
         settled = len(self._ids)
         at = -1
@@ -714,10 +714,8 @@ class Tx:
                     new_ids=self._ids,
                     after=self._base if fold else None,
                 )
-            tail.append((statement.sql_name, statement.params))
-            tail = _folded(tail)
-            at = len(batch) + len(tail) - 1  # the events' rows: the last statement's
-        batch.extend(tail)
+            at = len(batch)
+            batch.append((statement.sql_name, statement.params))
         if commit and self._explicit:
             batch.append((b"COMMIT", None))
         results = self._send(batch) if batch else []
@@ -766,39 +764,6 @@ class Tx:
         conn = self.store.conn
         if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.execute("ROLLBACK")
-
-
-# Statement sequences sent after the guard that one statement does alike (a data-modifying
-# CTE, sql/runtime/commit_step.sql): a sequential step's completion + the next step's start +
-# their events, in each form of the event writer's INSERT. Same rows, events and errors; two
-# statements fewer per step (their parse/bind/executor start on the server, and the client's
-# per-statement sends and reads).
-_FOLDS: dict[tuple[str | bytes, ...], str] = {
-    (
-        "runtime/complete_step",
-        "runtime/insert_step",
-        "writer/insert_events_with_ids",
-    ): "runtime/commit_step",
-    (
-        "runtime/complete_step",
-        "runtime/insert_step",
-        "writer/insert_events_with_ids_windowed",
-    ): "runtime/commit_step_windowed",
-}
-
-
-def _folded(
-    tail: list[tuple[str | bytes, dict[str, Any] | None]],
-) -> list[tuple[str | bytes, dict[str, Any] | None]]:
-    """`tail` as the one statement that does alike, if it has such a shape (`_FOLDS`)."""
-    folded = _FOLDS.get(tuple(name for name, _ in tail))
-    if folded is None:
-        return tail
-    (_, done), (_, start), (_, events) = tail
-    assert done is not None and start is not None and events is not None
-    # complete_step's `step_id` is the finished step; insert_step's the next one
-    params = {"done_step_id": done["step_id"], "output_cbor": done["output_cbor"]}
-    return [(folded, {**params, **start, **events})]
 
 
 def _first(row: tuple[str | None, ...]) -> str:
