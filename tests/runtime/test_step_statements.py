@@ -4,7 +4,8 @@ A step's transaction is one implicit transaction of four prepared statements in 
 trip: the guard (FOR KEY SHARE on the run row), the step completion, the next step's row and
 one events INSERT (which also refuses unseen events). Folding the three after the guard into
 one data-modifying CTE, or all four, was measured and dropped (docs/benchmarks.md, "Folding a
-step's statements into one"); the lock test below is why the guard could not be folded in.
+step's statements into one statement"); the lock test below is why the guard could not be
+folded in.
 """
 
 from __future__ import annotations
