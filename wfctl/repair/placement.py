@@ -90,7 +90,7 @@ def legacy_between(
     if not ids.is_legacy_event_id(after) or not (before is None or ids.is_legacy_event_id(before)):
         raise Refused(f"{why}; its neighbours {before}, {after} are not wevt_ ULID ids")
     try:
-        ids.legacy_id_between(before, after)
+        ids.legacy_gap(before, after)
     except ValueError as exc:
         raise Refused(f"{why}; {exc}") from None
     return before, after

@@ -113,6 +113,16 @@ def ulid_value(text: str) -> int:
     return value
 
 
+def legacy_gap(before: str | None, after: str) -> tuple[int, int]:
+    """The ULID values bounding the gap between two legacy ids (`before` None: -1);
+    ValueError when no id fits strictly between."""
+    high = ulid_value(after[len(LEGACY_EVENT_PREFIX) :])
+    low = -1 if before is None else ulid_value(before[len(LEGACY_EVENT_PREFIX) :])
+    if high - low < 2:
+        raise ValueError(f"no wevt_ id is free between {before} and {after}")
+    return low, high
+
+
 def legacy_id_between(before: str | None, after: str) -> str:
     """A random `wevt_` id sorting strictly between two legacy ids (`before` None: anything
     below `after`); ValueError when none is free. For an event placed inside a legacy run.
@@ -122,10 +132,7 @@ def legacy_id_between(before: str | None, after: str) -> str:
     alone). The pick is uniform among the 2**64 values next to `before` (or, first in a
     run, next to `after`), and the writer draws again if the insert still meets a taken id.
     """
-    high = ulid_value(after[len(LEGACY_EVENT_PREFIX) :])
-    low = -1 if before is None else ulid_value(before[len(LEGACY_EVENT_PREFIX) :])
-    if high - low < 2:
-        raise ValueError(f"no wevt_ id is free between {before} and {after}")
+    low, high = legacy_gap(before, after)
     width = min(high - low - 1, 1 << _STEP_BITS)
     offset = secrets.randbelow(width)
     value = high - 1 - offset if before is None else low + 1 + offset
