@@ -3,6 +3,11 @@
     python benchmarks/bench_runtime.py [--steps 200] [--repeat 7] [--dsn DSN] [--no-dbos]
 
 On one local server (a throwaway pgserver unless --dsn), in one process, REPEAT rounds, each:
+- the package-rows floor (benchmarks/floor.py), per era: the rows one step must write in the
+  world's format (the completed step's row update, the next step's row, three events) in one
+  transaction of prepared statements sent in one round trip by pgbench (one client; psycopg's
+  pipeline when pgbench is not installed), on worlds of its own; `x_rows_floor` = wfctl's
+  median step / that floor's median (same era, same round): THE ratio of this script;
 - the floor, one-round-trip form (the strict one): an autocommit single-row INSERT on a
   logged table (one statement, one round trip, one fsync'd commit), 200 times; and the
   three-round-trip form (BEGIN, INSERT, COMMIT sent separately: what this script called the
@@ -39,8 +44,11 @@ from typing import Any
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import itertools
+
+import floor as rows_floor  # benchmarks/floor.py
 
 from wfctl.runtime import Workflows
 from wfctl.runtime.executor import Executor, create
@@ -336,6 +344,9 @@ def main() -> None:
     parser.add_argument("--dsn", help="admin DSN of an existing server (default: pgserver)")
     parser.add_argument("--no-dbos", action="store_true")
     parser.add_argument(
+        "--no-paired", action="store_true", help="skip the paired runs (faster rounds)"
+    )
+    parser.add_argument(
         "--no-sync",
         action="store_true",
         help="synchronous_commit=off for the floor and wfctl sessions: the commits skip the "
@@ -370,6 +381,10 @@ def main() -> None:
         }
         floor = floor_db(admin)
         worlds = {era: make_world(admin, era) for era in ("beta29", "slot")}
+        floor_worlds = {
+            era: rows_floor.make_world(admin, era, f"bench_runtime_rows_{era}") for era in worlds
+        }
+        report["rows_floor_client"] = "pgbench" if rows_floor.PGBENCH else "psycopg pipeline"
         rounds: list[dict[str, Any]] = []
         for _ in range(args.repeat):
             one = bench_floor(floor, args.steps, trips=1)
@@ -380,13 +395,33 @@ def main() -> None:
                 "floor_three_trips": three,
             }
             for era, dsn in worlds.items():
-                rnd[f"paired_{era}"] = bench_paired(dsn, floor, args.steps)
+                if not args.no_paired:
+                    rnd[f"paired_{era}"] = bench_paired(dsn, floor, args.steps)
+                rows = rows_floor.sequential(floor_worlds[era], era, args.steps)
+                rnd[f"rows_floor_{era}"] = rows
                 rnd[f"wfctl_{era}"] = res = bench_wfctl(dsn, args.steps)
+                res["x_rows_floor"] = round(res["median_ms"] / rows["median_ms"], 2)
                 res["x_floor_one_trip"] = round(res["median_ms"] / one["median_ms"], 2)
                 res["x_floor_three_trips"] = round(res["median_ms"] / three["median_ms"], 2)
             rounds.append(rnd)
+            print(
+                f"round {len(rounds)} (load {rnd['load_average']}): "
+                + "; ".join(
+                    f"{era} step {rnd[f'wfctl_{era}']['median_ms']} ms, rows floor "
+                    f"{rnd[f'rows_floor_{era}']['median_ms']} ms, "
+                    f"x{rnd[f'wfctl_{era}']['x_rows_floor']}"
+                    for era in worlds
+                ),
+                file=sys.stderr,
+            )
         report["rounds"] = rounds
         report["summary"] = {
+            **{
+                f"rows_floor_{era}_ms": spread(
+                    [r[f"rows_floor_{era}"]["median_ms"] for r in rounds]
+                )
+                for era in worlds
+            },
             "floor_one_trip_ms": spread([r["floor_one_trip"]["median_ms"] for r in rounds]),
             "floor_three_trips_ms": spread([r["floor_three_trips"]["median_ms"] for r in rounds]),
             **{
@@ -394,6 +429,7 @@ def main() -> None:
                     key: spread([r[f"wfctl_{era}"][key] for r in rounds])
                     for key in (
                         "median_ms",
+                        "x_rows_floor",
                         "x_floor_one_trip",
                         "x_floor_three_trips",
                         "client_cpu_ms_per_step",
@@ -410,6 +446,7 @@ def main() -> None:
                     for key in ("floor_median_ms", "step_median_ms", "x_floor")
                 }
                 for era in worlds
+                if not args.no_paired
             },
         }
         if not args.no_dbos:

@@ -9,6 +9,10 @@ On one local server (a throwaway pgserver unless --dsn):
   processes (W = 1, 2; `--concurrency 16`): throughput in steps/s (all steps / wall time from
   the first creation to the last step body's start) and per-step overhead p50 / p99 (the gap
   between consecutive step bodies of one run; each body returns time.time());
+- beside each wfctl point, in the same round: pgbench's commit rate of the package-rows
+  floor (benchmarks/floor.py: the rows one step writes, one transaction per step) at the same
+  number of clients as concurrent runs, on a beta.29 world of its own;
+  `x_pgbench_rows` = wfctl's steps/s / that rate;
 - DBOS Transact 3.4 (the `bench` extra), same workload in one process (C workflows started
   with DBOS.start_workflow, same step body), same server, same run of this script;
 - wake-up latency on an idle worker: hook resumed (before its COMMIT) -> next step body
@@ -40,6 +44,9 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import floor as rows_floor  # noqa: E402  (benchmarks/floor.py)
 
 from wfctl.runtime import Workflows, create_hook, sleep  # noqa: E402
 
@@ -242,6 +249,14 @@ def bench_wfctl(
             shutil.copy(log, kept / log.name)
         result["stall_logs"] = str(kept)
     return result
+
+
+def pgbench_rate(dsn: str, clients: int, steps: int) -> dict[str, Any]:
+    """pgbench's commit rate of the package-rows floor at `clients` clients (a step's rows,
+    one transaction each; at least 500 per client so that the rate is not its start-up)."""
+    if rows_floor.PGBENCH is None:
+        return {"client": "none", "note": "pgbench not installed"}
+    return rows_floor.pgbench(dsn, "beta29", clients=clients, transactions=max(steps, 500))
 
 
 def bench_dbos(admin: str, concurrent: int, steps: int) -> dict[str, Any]:
@@ -564,12 +579,24 @@ def main() -> None:
             points = [int(c) for c in args.concurrent.split(",")]
             nworkers = [int(w) for w in args.workers.split(",")]
             report["wfctl"], report["dbos"] = [], []
+            rows_world = rows_floor.make_world(admin, "beta29", "bench_worker_rows_floor")
             for _ in range(args.repeat):  # wfctl and DBOS alternate: same load, same round
-                report["wfctl"] += [
-                    bench_wfctl(admin, w, c, args.steps, tmp, args.warmup)
-                    for w in nworkers
-                    for c in points
-                ]
+                for w in nworkers:
+                    for c in points:
+                        rate = pgbench_rate(rows_world, c, args.steps)
+                        point = bench_wfctl(admin, w, c, args.steps, tmp, args.warmup)
+                        point["pgbench_rows"] = rate
+                        if rate.get("commits_per_s"):
+                            point["x_pgbench_rows"] = round(
+                                point["steps_per_s"] / rate["commits_per_s"], 3
+                            )
+                        report["wfctl"].append(point)
+                        print(
+                            f"{w} worker(s), {c} runs: {point['steps_per_s']} steps/s; pgbench "
+                            f"rows floor {rate.get('commits_per_s')} commits/s at {c} clients;"
+                            f" x{point.get('x_pgbench_rows')} (load {point['load_average']})",
+                            file=sys.stderr,
+                        )
                 if not args.no_dbos:
                     try:
                         report["dbos"] += [bench_dbos(admin, c, args.steps) for c in points]
