@@ -93,8 +93,32 @@ def _array_item(value: Any) -> str:
     return text
 
 
+def _array_text(value: list[Any] | tuple[Any, ...]) -> str:
+    """An array parameter's text. The runtime's arrays (an events INSERT's ids, types,
+    correlation ids, payloads and spec versions) are of one plain type each: they take one
+    `join`, and only a mixed or escaped array goes item by item."""
+    if not value:
+        return "{}"
+    first = type(value[0])
+    if first is str:
+        try:
+            joined = "".join(value)
+        except TypeError:  # None (or another type) among the strings
+            joined = '"'
+        if '"' not in joined and "\\" not in joined:
+            return '{"' + '","'.join(value) + '"}'
+    elif first is bytes:
+        try:
+            return '{"\\\\x' + '","\\\\x'.join([v.hex() for v in value]) + '"}'
+        except AttributeError:  # None among the payloads
+            pass
+    elif first is int and all(type(v) is int for v in value):
+        return "{" + ",".join(map(str, value)) + "}"
+    return "{" + ",".join([_array_item(v) for v in value]) + "}"
+
+
 def _array(value: list[Any] | tuple[Any, ...]) -> tuple[bytes | None, int, int]:
-    return ("{" + ",".join([_array_item(v) for v in value]) + "}").encode(), 0, 0
+    return _array_text(value).encode(), 0, 0
 
 
 def _datetime(value: datetime) -> tuple[bytes | None, int, int]:
@@ -125,6 +149,36 @@ def encode(value: Any) -> tuple[bytes | None, int, int]:
         raise TypeError(f"cannot send {type(value).__name__} as a parameter")
     out: tuple[bytes | None, int, int] = encoder(value)
     return out
+
+
+def _encode_all(
+    names: tuple[str, ...], params: dict[str, Any]
+) -> tuple[list[bytes | None], list[int]]:
+    """The wire values and formats of a statement's parameters: `encode` with the common
+    types inline (one step sends ~18 parameters; this is on its path)."""
+    values: list[bytes | None] = []
+    formats: list[int] = []
+    add_value, add_format = values.append, formats.append
+    for key in names:
+        v = params[key]
+        t = type(v)
+        if t is str:
+            add_value(v.encode())
+            add_format(0)
+        elif t is bytes:
+            add_value(v)
+            add_format(1)
+        elif v is None:
+            add_value(None)
+            add_format(0)
+        elif t is list:
+            add_value(_array_text(v).encode())
+            add_format(0)
+        else:
+            wire, fmt, _ = encode(v)
+            add_value(wire)
+            add_format(fmt)
+    return values, formats
 
 
 @dataclass
@@ -172,12 +226,13 @@ class Pipeline:
                         continue
                     p = prepared(item)
                     assert params is not None
-                    encoded = [encode(params[key]) for key in p.params]
                     if p.name not in self._prepared and p.name not in sent:
-                        pg.send_prepare(p.name, p.text, [e[2] for e in encoded])
+                        oids = [encode(params[key])[2] for key in p.params]
+                        pg.send_prepare(p.name, p.text, oids)
                         sent.add(p.name)
                         plan.append(p.name)
-                    pg.send_query_prepared(p.name, [e[0] for e in encoded], [e[1] for e in encoded])
+                    values, formats = _encode_all(p.params, params)
+                    pg.send_query_prepared(p.name, values, formats)
                     plan.append(None)
                 pg.pipeline_sync()
                 raw = conn.wait(_exchange(pg))
