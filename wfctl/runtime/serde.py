@@ -103,9 +103,16 @@ def _string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).translate(_DEVALUE_ESCAPES)
 
 
+_PLAIN_JSON = frozenset({str, int, float, bool, type(None)})
+
+
 def parse(text: str) -> Any:
     """devalue.parse for the subset above (other tagged types come back as {"$type": ...})."""
-    data = json.loads(text)
+    return _hydrate(json.loads(text))
+
+
+def _hydrate(data: Any) -> Any:
+    """devalue's hydration of a parsed devalue text."""
     if isinstance(data, int):
         return _special(data)
     if not isinstance(data, list) or not data:
@@ -149,8 +156,34 @@ def _special(code: int) -> Any:
     }[code]
 
 
+def _plain(v: Any) -> str | None:
+    """devalue's text of a str, a safe int, a bool or None (what `flatten` writes for them),
+    or None for anything else. The fast path of a step's usual inputs and results."""
+    t = type(v)
+    if t is int:
+        return str(v) if -_MAX_SAFE <= v <= _MAX_SAFE else None
+    if t is str:
+        return _string(v)
+    if v is None:
+        return "null"
+    if t is bool:
+        return "true" if v else "false"
+    return None
+
+
 def dumps(value: Any, where: str = "a value") -> bytes:
     """The payload bytes: `devl` + devalue text."""
+    # Fast path, same bytes as `stringify`: a plain value, or a flat list of plain values
+    # (a step's positional arguments), without the recursive flatten.
+    text = _plain(value)
+    if text is not None:
+        return PREFIX + b"[" + text.encode("utf-8") + b"]"
+    if type(value) is list and len(value) < 64:
+        items = [_plain(v) for v in value]
+        if None not in items:
+            refs = ",".join([str(i) for i in range(1, len(items) + 1)])
+            body = ",".join(items)  # type: ignore[arg-type]
+            return PREFIX + ("[[" + refs + "]," + body + "]" if items else "[[]]").encode("utf-8")
     return PREFIX + stringify(value, where).encode("utf-8")
 
 
@@ -160,10 +193,15 @@ def loads(data: bytes | None) -> Any:
     unprefixed JSON. Encrypted payloads raise `PayloadUnreadable`."""
     if data is None:
         return None
-    raw = bytes(data)
-    prefix, body = raw[:4], raw[4:]
+    raw = data if type(data) is bytes else bytes(data)
+    prefix = raw[:4]
     if prefix == PREFIX:
-        return parse(body.decode("utf-8"))
+        parsed = json.loads(raw[4:].decode("utf-8"))
+        # Fast path: a plain top-level value is `[value]` (a str, number, bool or null).
+        if type(parsed) is list and len(parsed) == 1 and type(parsed[0]) in _PLAIN_JSON:
+            return parsed[0]
+        return _hydrate(parsed)
+    body = raw[4:]
     if prefix == b"gzip":
         return loads(gzip.decompress(body))
     if prefix == b"zstd":
