@@ -34,6 +34,15 @@ def decode(data: bytes | memoryview | None) -> Any:
 
 def encode(value: Any) -> bytes:
     """Encode like the package: maps, plain byte strings, datetimes as epoch (tag 1)."""
+    if type(value) is bytes and len(value) < 65536:
+        # A byte string (a step's input/output column): the CBOR head cbor2 writes, inline
+        # (the runtime encodes two per step).
+        n = len(value)
+        if n < 24:
+            return bytes((0x40 + n,)) + value
+        if n < 256:
+            return bytes((0x58, n)) + value
+        return bytes((0x59, n >> 8, n & 0xFF)) + value
     return bytes(cbor2.dumps(value, datetime_as_timestamp=True, timezone=None))
 
 
