@@ -446,8 +446,12 @@ class Engine:
     def _run(self) -> None:
         if self._diverged is not None or self._terminal is not None:
             return
-        self._ensure_started()
-        self._loop.run_until_blocked()
+        if self._task is None:
+            self._ensure_started()
+        # Most events settle nothing (a step_created or step_started fed after the flush):
+        # no callback is ready, so there is nothing to run (and no running-loop swap).
+        if self._loop._ready:
+            self._loop.run_until_blocked()
 
     def _diverge(self, event: Event | None, message: str) -> None:
         if self._diverged is None:
