@@ -412,6 +412,7 @@ class Tx:
     _ids: list[str] = field(default_factory=list)  # ids of _events[:len(_ids)]
     _now: datetime | None = None  # the transaction's created_at, once it is open
     _now_naive: datetime | None = None  # the same, as the column holds it
+    _now_text: str | None = None  # the same, as the server sent it (compared, not parsed)
     _failure: Exception | None = None  # kept by clock(), raised by check()
     _base: str | None = None  # `floor` when the first queued event got its id
     _begun: bool = False
@@ -630,7 +631,8 @@ class Tx:
         rows = results[1 if self._explicit else 0].rows  # [BEGIN,] guard, ...
         if not rows:  # no run row: the statements that follow the guard refuse instead
             return
-        self._now_naive = datetime.fromisoformat(str(rows[0][1]))
+        self._now_text = rows[0][1]
+        self._now_naive = datetime.fromisoformat(str(self._now_text))
         self._now = self.store.aware(self._now_naive)
 
     @property
@@ -721,13 +723,19 @@ class Tx:
         results = self._send(batch) if batch else []
         if opening:
             self._take_now(results)
-        rows = sorted(results[at].rows, key=_first) if at >= 0 else []
+        # (id, created_at) rows; ids are unique, so sorting the tuples sorts by id
+        rows = sorted(results[at].rows) if at >= 0 else []
         ok = len(rows) == len(events)
         if ok and self._ids:
-            ok = [str(r[0]) for r in rows] == self._ids
+            ok = [r[0] for r in rows] == self._ids
+        now_text = self._now_text
         if ok and self._now is not None:
+            # every created_at is the guard's now(): the same text (no parsing per event)
             stamp, aware_of = self._now, self.store.aware
-            ok = all(aware_of(datetime.fromisoformat(str(r[1]))) == stamp for r in rows)
+            ok = all(
+                r[1] == now_text or aware_of(datetime.fromisoformat(str(r[1]))) == stamp
+                for r in rows
+            )
         if not ok:
             # The statements raise instead; defensive. After a COMMIT nothing can be undone:
             # the caller rebuilds from the log, which is the truth.
@@ -740,7 +748,9 @@ class Tx:
                 e.type,
                 e.correlation_id,
                 e.event_data,
-                aware(datetime.fromisoformat(str(row[1]))),
+                self._now
+                if now_text is not None and row[1] == now_text and self._now is not None
+                else aware(datetime.fromisoformat(str(row[1]))),
             )
             for row, e in zip(rows[settled:], events[settled:], strict=True)
         ]
@@ -764,10 +774,6 @@ class Tx:
         conn = self.store.conn
         if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.execute("ROLLBACK")
-
-
-def _first(row: tuple[str | None, ...]) -> str:
-    return str(row[0])
 
 
 def _map_error(exc: psycopg.Error) -> BaseException:
