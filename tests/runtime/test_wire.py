@@ -180,6 +180,33 @@ def test_the_per_step_event_checks_never_scan_all_events(
         conn.execute("ROLLBACK")
 
 
+def test_the_guard_forces_index_only_generic_plans_for_the_step_statements(
+    conn: psycopg.Connection[Any], store: Store
+) -> None:
+    """After the guard, a runtime transaction's statements use their generic plans (made
+    once per session and kept), with seqscan off in both eras: in an empty world (where a
+    scan is cheapest to a planner) every per-step statement's generic plan reads by index."""
+    run_id = create(flows.sequential, [1], conn=conn).run_id
+    tx = store.tx(run_id, None)
+    conn.execute("BEGIN")
+    try:
+        store.wire.run([tx._begin_batch(explicit=False)[0]])
+        settings = conn.execute(
+            "SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan')"
+        ).fetchone()
+        assert settings == ("force_generic_plan", "off")
+        for name in ("runtime/complete_step", "runtime/restart_step", "runtime/guard_run"):
+            text = wire.prepared(name).text.decode()
+            plan = "\n".join(
+                r[0] for r in conn.execute("EXPLAIN (GENERIC_PLAN) " + text).fetchall()
+            )
+            assert "Seq Scan" not in plan, plan
+    finally:
+        conn.execute("ROLLBACK")
+    # outside a runtime transaction the session's own settings are back
+    assert conn.execute("SELECT current_setting('plan_cache_mode')").fetchone() == ("auto",)
+
+
 def test_statements_dropped_by_the_session_are_prepared_again(
     conn: psycopg.Connection[Any], store: Store
 ) -> None:

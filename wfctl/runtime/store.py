@@ -587,9 +587,9 @@ class Tx:
         # event. Every statement of a runtime transaction is an index lookup or an insert, so
         # plans made inside one never want a scan: the guard turns enable_seqscan off for
         # the rest of the transaction (`seqscan_off`; it was a SET LOCAL statement of its own).
-        batch.append(
-            ("runtime/guard_run", {"run_id": self.run_id, "seqscan_off": not self.store.slots})
-        )
+        # Both eras: the guard also forces generic plans for the rest of the transaction
+        # (sql/runtime/guard_run.sql), which must not be made as sequential scans.
+        batch.append(("runtime/guard_run", {"run_id": self.run_id, "seqscan_off": True}))
         seen = self._seen
         if unseen and seen is not None:
             check = (
