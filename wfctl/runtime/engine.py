@@ -38,6 +38,7 @@ from typing import Any, cast
 from ulid import ULID
 
 from wfctl.runtime import serde
+from wfctl.world.ids import ulid_text
 
 # --- the deterministic loop -----------------------------------------------------------------
 
@@ -288,7 +289,8 @@ def correlation_ulid(run_id: str, counter: int) -> str:
     """Deterministic per run: the run id's timestamp, random part = hash(run id) + counter."""
     millis, seed = _ulid_basis(run_id)
     rand = (seed + counter) % (1 << 80)
-    return str(ULID.from_int((millis << 80) | rand))
+    # ids.ulid_text is python-ulid's str(ULID.from_int(...)) without the object (per step)
+    return ulid_text((millis << 80) | rand)
 
 
 @functools.lru_cache(maxsize=1024)
