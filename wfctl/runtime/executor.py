@@ -35,7 +35,7 @@ import psycopg
 
 from wfctl.runtime import engine as eng
 from wfctl.runtime import serde, tracing
-from wfctl.runtime.registry import FatalError, RetryableError, WorkflowDef, Workflows
+from wfctl.runtime.registry import FatalError, RetryableError, StepDef, WorkflowDef, Workflows
 from wfctl.runtime.store import (
     TERMINAL,
     AlreadyExists,
@@ -172,6 +172,8 @@ class Executor:
         self.stop = stop
         self._pool: ThreadPoolExecutor | None = None
         self._aloop: asyncio.AbstractEventLoop | None = None
+        # Steps run inline (sync, no timeout), by name: looked up once, not per step.
+        self._plain_steps: dict[str, StepDef] = {}
 
     def close(self) -> None:
         if self._pool is not None:
@@ -238,7 +240,6 @@ class Executor:
         results: list[_Result] = []
         tx: Tx | None = None
         while True:
-            outcome = engine.outcome()
             if tx is None:
                 tx = self.store.tx(run_id, floor)
             if not started:
@@ -252,6 +253,7 @@ class Executor:
                 results = []
                 floor = self._settle(tx, engine)
                 continue
+            outcome = engine.outcome()
             if isinstance(outcome, eng.Finished):
                 tx.rollback()
                 return self._finished(run_id)
@@ -418,9 +420,17 @@ class Executor:
         """Run the started steps (concurrently when several); results in finish order."""
         if len(to_run) == 1:
             cmd, attempt = to_run[0]
-            step = self.registry.step_by_name(cmd.step_name)
-            if step is not None and not step.is_async and step.timeout is None:
-                return self._observed([self._run_sync(cmd, attempt)])
+            step = self._plain_steps.get(cmd.step_name)
+            if step is None:
+                step = self.registry.step_by_name(cmd.step_name)
+                if step is not None and not step.is_async and step.timeout is None:
+                    self._plain_steps[cmd.step_name] = step  # sync, no timeout: run inline
+                else:
+                    step = None
+            if step is not None:
+                if tracing.enabled():
+                    return self._observed([self._run_sync(cmd, attempt)])
+                return self._observed([self._run_sync_body(cmd, attempt, step)])
         loop = self._aloop or asyncio.new_event_loop()
         self._aloop = loop
 
@@ -449,9 +459,12 @@ class Executor:
                 tracing.failed(current, res.exc)
             return res
 
-    def _run_sync_body(self, cmd: eng.StartStep, attempt: int) -> _Result:
+    def _run_sync_body(
+        self, cmd: eng.StartStep, attempt: int, step: StepDef | None = None
+    ) -> _Result:
         res = _Result(cmd, attempt)
-        step = self.registry.step_by_name(cmd.step_name)
+        if step is None:
+            step = self.registry.step_by_name(cmd.step_name)
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")

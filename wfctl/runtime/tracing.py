@@ -41,6 +41,14 @@ def span(name: str, **attributes: Any) -> Iterator[Any]:
         yield current
 
 
+def enabled() -> bool:
+    """Whether `span` would start a span now (a TracerProvider is set). Lets the step
+    path skip the context manager itself when it would be a no-op."""
+    return _trace is not None and not isinstance(
+        _trace.get_tracer_provider(), _trace.ProxyTracerProvider
+    )
+
+
 def failed(current: Any, exc: BaseException) -> None:
     """Mark a span as failed by `exc` (a no-op without OpenTelemetry)."""
     if current is None or _trace is None:
