@@ -381,8 +381,11 @@ def main() -> None:
         }
         floor = floor_db(admin)
         worlds = {era: make_world(admin, era) for era in ("beta29", "slot")}
-        floor_worlds = {
-            era: rows_floor.make_world(admin, era, f"bench_runtime_rows_{era}") for era in worlds
+        floor_worlds = {  # --no-sync applies to the floor's sessions too
+            era: psycopg.conninfo.make_conninfo(
+                rows_floor.make_world(admin, era, f"bench_runtime_rows_{era}"), **SESSION_OPTIONS
+            )
+            for era in worlds
         }
         report["rows_floor_client"] = "pgbench" if rows_floor.PGBENCH else "psycopg pipeline"
         rounds: list[dict[str, Any]] = []
