@@ -3,6 +3,7 @@
 -- any role, before privileges are checked: a role without access to graphile_worker still
 -- learns that the queue exists, and the queue checks report UNKNOWN instead of failing all.
 -- in_recovery: a hot standby (or a server still replaying WAL) takes no write at all.
+-- world_tables: the tables of schema workflow that exist (a world missing one is incomplete).
 WITH rel AS (
     SELECT n.nspname || '.' || c.relname AS name, c.oid
     FROM pg_catalog.pg_class c
@@ -22,6 +23,7 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'workflow')
            AS has_migrations_table,
        EXISTS (SELECT 1 FROM rel WHERE name = 'graphile_worker._private_jobs')
            AS has_graphile_jobs,
+       ARRAY(SELECT name FROM rel WHERE name LIKE 'workflow.%' ORDER BY name) AS world_tables,
        (SELECT string_agg(a.attname, ',' ORDER BY k.ord)
           FROM pg_catalog.pg_constraint c
           CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)

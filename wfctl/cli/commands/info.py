@@ -79,6 +79,8 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
         ]
         if world.unknown_migrations:
             lines.append(f"unknown:      {', '.join(world.unknown_migrations)}")
+        if world.missing_tables:
+            lines.append(f"INCOMPLETE:   missing {', '.join(world.missing_tables)}")
         if world.drift:
             lines.append(f"catalog drift ({len(world.drift)}):")
             lines += [f"  - {d}" for d in world.drift]
