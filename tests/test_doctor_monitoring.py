@@ -118,3 +118,12 @@ def test_machine_formats_never_use_the_embedded_server_implicitly(
             status, _, err = run_cli("--format", "json", *args)
             assert status == 3 and "no database configured" in err, (args, err)
     assert not no_dsn.exists()  # no server was started, none left running
+
+
+def test_a_run_id_the_world_does_not_hold_is_not_healthy(run_cli, wfctl_world: Db) -> None:
+    for args in (("doctor",), ("--format", "nagios", "doctor"), ("repair",)):
+        status, out, err = run_cli("--dsn", wfctl_world.dsn, *args, "--run", "wrun_nope")
+        assert status == 3, (args, out, err)
+        assert "no such run: wrun_nope" in err and err.count("\n") == 1
+    status, out, _ = run_cli("--dsn", wfctl_world.dsn, "--format", "nagios", "doctor", "--run", "x")
+    assert out.startswith("WFCTL UNKNOWN - no such run: x")

@@ -14,6 +14,7 @@ from wfctl import sql
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
+from wfctl.doctor import missing_runs
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError
 from wfctl.repair import runner, wf135
@@ -153,7 +154,9 @@ def repair(
         try:
             with read_only(conn):
                 world = model.inspect(conn, with_drift=False)
-            world.require_known()
+                world.require_known()
+                if options.run_ids:
+                    missing_runs.require_runs(conn, options.run_ids)
             if apply:
                 world.require_primary("apply repairs")
                 _preflight(st.output, world, yes)
