@@ -18,12 +18,12 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from wfctl.cli.app import State, app, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
+from wfctl.connection.dsn import mask_text
 from wfctl.doctor import incremental, missing_runs, registry
 from wfctl.doctor import render as doctor_render
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Check
 from wfctl.durations import parse_duration
-from wfctl.connection.dsn import mask_text
 from wfctl.errors import ExitStatus, UsageError, WfctlError
 from wfctl.world import model
 
