@@ -176,7 +176,15 @@ def repair(
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "repairing") from None
     _print(st.output, fmt, report)
-    raise typer.Exit(int(ExitStatus.OK if report.ok else ExitStatus.CRITICAL))
+    if report.interrupted:
+        written = sum(1 for i in report.items if i.outcome == "applied")
+        st.output.message(
+            f"wfctl: interrupted: stopped starting runs; {written} finding(s) repaired before the"
+            " signal are listed above (each run's transaction committed whole or rolled back);"
+            " `wfctl doctor` shows what remains"
+        )
+        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+    raise typer.Exit(int(report.exit_status))
 
 
 def _preflight(output: Output, world: model.World, yes: bool) -> None:
@@ -221,8 +229,16 @@ def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
             lines.append(f"    wrote: {', '.join(item.event_ids)} (audit #{item.audit_id})")
     if not report.items:
         lines.append("nothing to repair")
-    if report.applied:
-        lines.append(f"before: {_counts(report.before)}   after: {_counts(report.after)}")
+    if report.applied and report.interrupted:
+        lines.append(f"before: {_counts(report.before)}   after: not measured (interrupted)")
+    elif report.applied:
+        rounds = f" ({report.rounds} rounds)" if report.rounds > 1 else ""
+        lines.append(
+            f"before: {_counts(report.before)}   after: {_counts(report.after)}{rounds}"
+            "   (after: doctor in the same scope, right after)"
+        )
+    if report.unfinished:
+        lines.append(f"not finished: {report.unfinished}")
     output.data("\n".join(lines))
 
 
