@@ -99,12 +99,15 @@ def test_one_apply_converges_when_a_released_lock_uncovers_findings(
     pending key-less jobs for one run), which the same apply repairs: a second apply then
     writes nothing, and doctor right after agrees with the first apply's verdict."""
     run_id, dead_job = two_recovery_jobs_one_held_by_a_dead_worker(world, real_world)
-    orphan, _ = orphan_step(world, real_world)  # something else to heal in the same apply
+    orphan_step(world, real_world)  # something else to heal in the same apply
     _, before = doctor_verdict(doctor_json, real_world)
     assert "WF132" not in before and "WF135" in before
     status, report = apply(real_world, "--unlock-older-than", "30m")
     got = outcomes(report)
     assert got["WF135"] == ["applied"] and got.get("WF132") == ["applied"], report
+    by_code = {i["code"]: i for i in report["items"]}
+    assert by_code["WF135"]["entity_id"] == str(dead_job)
+    assert by_code["WF132"]["run_id"] == run_id
     assert got["WF101"] == ["applied"]
     assert report["rounds"] >= 2 and report["unfinished"] == ""
     doctor_status, doctor_counts = doctor_verdict(doctor_json, real_world)
