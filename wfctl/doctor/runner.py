@@ -33,6 +33,7 @@ from wfctl.clock import timestamp
 from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Status
 from wfctl.errors import ExitStatus
 from wfctl.world.model import World
+from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
 
 REPORT_SCHEMA_VERSION = 1
 FETCH_SIZE = 2000
@@ -73,6 +74,7 @@ class DoctorOptions:
             "attempt_threshold": self.attempt_threshold,
             "task": f"{self.job_prefix}flows",
             "own_pids": None,  # the doctor's sessions (runner.run fills it in)
+            "lock_reset": GRAPHILE_LOCK_RESET,  # graphile's lock reset window (WF135)
         }
 
     def as_dict(self) -> dict[str, Any]:

@@ -38,9 +38,9 @@ from wfctl.doctor import registry as checks_registry
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
 from wfctl.errors import ExitStatus, RefusedError
-from wfctl.repair import queue_locks, registry, slotlog, verdict, wf135
+from wfctl.repair import registry, slotlog, verdict, wf135
 from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
-from wfctl.world import ids
+from wfctl.world import ids, queue_locks
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
 
@@ -453,7 +453,7 @@ class LockedJobs:
         """A lock on one of the run's jobs (not one of `skip`, job ids), or None."""
         with self._lock:
             if self.max_age < 0 or time.monotonic() - self._taken > self.max_age:
-                params = {"task": task, "reset": queue_locks.GRAPHILE_LOCK_RESET}
+                params = {"task": task, "lock_reset": queue_locks.GRAPHILE_LOCK_RESET}
                 with conn.cursor(row_factory=dict_row) as cur:
                     rows = cur.execute(sql.load("repair/locked_jobs"), params).fetchall()
                 self._by_run = {}

@@ -31,8 +31,8 @@ from typing import Any
 from wfctl import sql
 from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
-from wfctl.repair.queue_locks import GRAPHILE_LOCK_RESET
 from wfctl.world import ids
+from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
 from wfctl.world.writer import PositionTaken
 
 FILLER_TYPE = "noop"
@@ -205,7 +205,9 @@ class SlotRewrite:
         written: list[str] = []
         with ctx.conn.transaction():
             if ctx.world.has_graphile:
-                jobs = ctx.fetch("repair/hold_run_jobs", task=ctx.task, reset=GRAPHILE_LOCK_RESET)
+                jobs = ctx.fetch(
+                    "repair/hold_run_jobs", task=ctx.task, lock_reset=GRAPHILE_LOCK_RESET
+                )
                 running = [j for j in jobs if j["running"]]
                 if running:
                     raise Refused(
