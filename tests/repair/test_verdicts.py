@@ -7,6 +7,7 @@ graphile-worker 0.16.6 records a claim, as in test_wf135_locks.py.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests import realworld as rw
@@ -149,3 +150,54 @@ def test_the_dry_run_predicts_the_apply_refusals(world, real_world, repair, appl
     assert [(c, o) for c, o, _ in verdicts(plan)] == [("WF135", "planned"), ("WF101", "planned")]
     assert [(c, o) for c, o, _ in verdicts(done)] == [("WF135", "applied"), ("WF101", "applied")]
     assert status == 0
+
+
+def test_a_dead_lock_on_an_ended_runs_job_is_info(world, real_world, doctor_json):
+    run_id, ops = rw.completed_run_ops(n_steps=1)
+    world.ok([*ops, rw.queue(rw.WORKFLOW, {"runId": run_id})])
+    with real_world.connect() as conn:
+        conn.execute(
+            "UPDATE graphile_worker._private_jobs SET locked_by = 'worker-dead',"
+            " locked_at = now() - interval '40 minutes'"
+        )
+    report = doctor_json(real_world, "--all", "--only", "WF135")
+    [check] = report["checks"]
+    assert check["status"] == "info" and check["samples"][0]["severity"] == "info"
+    assert "the run has ended" in check["samples"][0]["detail"]
+    assert report["summary"]["exit_code"] == 0
+
+
+def test_explain_wf141_names_allow_revive(run_cli) -> None:
+    status, out, _ = run_cli("doctor", "--explain", "WF141")
+    assert status == 0 and "--allow-revive" in out
+
+
+def test_the_prompt_shows_the_plan_and_no_writes_nothing(world, real_world) -> None:
+    """At a terminal, without --yes: the plan on stderr, then the question; "n" exits 0 and
+    writes nothing (not 130: nobody was interrupted)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    run_id, _ = orphan_step(world, real_world)
+    before = digests(real_world.dsn)
+    primary, secondary = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.endswith("DATABASE_URL")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wfctl", "--dsn", real_world.dsn, "repair", "--apply",
+         "--reason", "t", "--min-age", "0s", "--force-min-age"],
+        stdin=secondary, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    os.write(primary, b"n\n")
+    out, err = proc.communicate(timeout=120)
+    os.close(primary)
+    os.close(secondary)
+    assert proc.returncode == 0, (out, err)
+    assert f"WF101 run {run_id}" in err and "planned" in err  # the plan, before the question
+    assert re.search(r"Apply \d+ planned repair\(s\) to database", err)
+    assert err.rstrip().endswith("not applied: nothing written")
+    assert digests(real_world.dsn) == before

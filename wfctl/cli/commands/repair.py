@@ -159,7 +159,8 @@ def repair(
                     missing_runs.require_runs(conn, options.run_ids)
             if apply:
                 world.require_primary("apply repairs")
-                _preflight(st.output, world, yes)
+                if not yes:
+                    _confirm_plan(st.output, conn, world, options, unlock)
                 if bootstrap.ensure_audit_schema(conn):
                     st.output.message("created schema `wfctl` for the repair audit log")
             if unlock is not None and not world.has_graphile:
@@ -187,13 +188,29 @@ def repair(
     raise typer.Exit(int(report.exit_status))
 
 
-def _preflight(output: Output, world: model.World, yes: bool) -> None:
-    if yes:
-        return
+def _confirm_plan(
+    output: Output,
+    conn: psycopg.Connection[Any],
+    world: model.World,
+    options: runner.RepairOptions,
+    unlock: wf135.Unlock | None,
+) -> None:
+    """Show the plan (the dry run, on stderr) and ask; "no" is an answer, not an interruption:
+    exit 0, nothing written."""
     if not sys.stdin.isatty():
         raise UsageError("--apply without a terminal needs --yes")
-    if not typer.confirm(f"Apply repairs to database {world.database!r}?", err=True):
-        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+    plan = runner.repair(conn, world, options, apply=False, unlock=unlock)
+    output.err.print(_text(plan), markup=False, highlight=False)
+    planned = sum(1 for i in plan.items if i.outcome == "planned")
+    refused = sum(1 for i in plan.items if i.outcome == "refused")
+    question = (
+        f"Apply {planned} planned repair(s) to database {world.database!r}"
+        + (f" ({refused} refused as shown)" if refused else "")
+        + "? The apply re-checks each under lock"
+    )
+    if not typer.confirm(question, err=True):
+        output.message("wfctl repair: not applied: nothing written")
+        raise typer.Exit(int(ExitStatus.OK))
 
 
 def _unlock_options(
@@ -217,6 +234,10 @@ def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
     if fmt is Format.JSON:
         output.json(report.as_dict())
         return
+    output.data(_text(report))
+
+
+def _text(report: runner.RepairReport) -> str:
     verb = "applied" if report.applied else "plan (dry run: nothing written)"
     lines = [f"wfctl repair: {verb}"]
     for item in report.items:
@@ -239,7 +260,7 @@ def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
         )
     if report.unfinished:
         lines.append(f"not finished: {report.unfinished}")
-    output.data("\n".join(lines))
+    return "\n".join(lines)
 
 
 def _counts(counts: dict[str, int]) -> str:
