@@ -248,7 +248,7 @@ def _round(
     if not apply:
         report.items[start:start] = [_item(wf135.planned(held)) for held in locks]
         releasing = {str(held["id"]) for held in locks}
-        locked_jobs = LockedJobs()
+        locked_jobs = LockedJobs(unreadable=world.queue_unreadable)
         for run_id, todo in batches:
             report.items += _plan_run(
                 conn, world, writer, options, run_id, todo, locked_jobs, releasing
@@ -278,7 +278,7 @@ def _round(
             report.lock_hold_ms.append((time.perf_counter() - started) * 1000)
 
     lock = threading.Lock()
-    locked_jobs = LockedJobs()
+    locked_jobs = LockedJobs(unreadable=world.queue_unreadable)
     stop = stop or threading.Event()
     try:
         if connect is None or options.workers <= 1 or len(batches) < 2:
@@ -441,8 +441,10 @@ class LockedJobs:
     transaction). A job locked within that last second may be missed; the age gate (--min-age)
     is the guard that covers the original writer's window."""
 
-    def __init__(self, max_age: float = 1.0) -> None:
+    def __init__(self, max_age: float = 1.0, unreadable: str = "") -> None:
         self.max_age = max_age
+        # Why the queue's rows cannot be read (row-level security): every run is refused.
+        self.unreadable = unreadable
         self._lock = threading.Lock()
         self._taken = -1.0
         self._by_run: dict[str, list[dict[str, Any]]] = {}
@@ -490,7 +492,11 @@ def _apply_run(
                     for held in stale.locks
                 ]
             if world.has_graphile:
-                fresh = LockedJobs(max_age=-1.0) if released else locked_jobs
+                fresh = (
+                    LockedJobs(max_age=-1.0, unreadable=world.queue_unreadable)
+                    if released
+                    else locked_jobs
+                )
                 _run_guard(conn, options, run_id, fresh, set())
             for finding in findings:
                 items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1))
@@ -518,6 +524,11 @@ def _run_guard(
     """The run-level guard of both the dry run and the apply: refuse the run while a queue job
     for it is locked within graphile's reset window (queue_locks.GRAPHILE_LOCK_RESET), unless
     it is one of the locks being released first (`releasing`, job ids)."""
+    if locked_jobs.unreadable:
+        raise Refused(
+            f"cannot evaluate the guard 'no queue job of the run is locked': "
+            f"{locked_jobs.unreadable}; refused rather than skipped (docs/cli.md, 'Roles')"
+        )
     holder = locked_jobs.holder(conn, options.task, run_id, skip=releasing)
     if holder is not None:
         raise Refused(_locked_message(holder))

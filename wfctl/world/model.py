@@ -51,6 +51,20 @@ class World:
     standby: bool = False
     # Tables of WORLD_TABLES (and the slot era's marker table) that do not exist.
     missing_tables: list[str] = field(default_factory=list)
+    # graphile_worker tables whose rows row-level security hides from this role (see
+    # sql/world/world_presence.sql): the queue cannot be judged, nor its locks guarded.
+    queue_hidden: list[str] = field(default_factory=list)
+
+    @property
+    def queue_unreadable(self) -> str:
+        """Why this role cannot read the queue's rows ("" when it can)."""
+        if not self.queue_hidden:
+            return ""
+        return (
+            f"row-level security hides the rows of {', '.join(self.queue_hidden)} from role "
+            f"{self.user!r} (it does not own them and has no BYPASSRLS; graphile-worker "
+            "creates no policy): the queue reads as empty"
+        )
 
     @property
     def present(self) -> bool:
@@ -89,6 +103,7 @@ class World:
             "unknown_migrations": self.unknown_migrations,
             "catalog_drift": self.drift,
             "missing_tables": self.missing_tables,
+            "queue_hidden_by_rls": self.queue_hidden,
         }
 
     def require_present(self) -> None:
@@ -160,6 +175,7 @@ def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
         migrations=recorded,
         unknown_migrations=unknown,
         standby=p["in_recovery"],
+        queue_hidden=list(p["queue_hidden"]) if p["has_graphile_jobs"] else [],
     )
     if world.present:
         wanted = WORLD_TABLES + (("workflow.workflow_event_slots",) if era == "slot" else ())

@@ -157,14 +157,20 @@ def repair(
                 world.require_known()
                 if options.run_ids:
                     missing_runs.require_runs(conn, options.run_ids)
+            if unlock is not None and not world.has_graphile:
+                raise UsageError("--unlock-older-than: graphile_worker is not installed here")
+            if unlock is not None and world.queue_unreadable:
+                raise RefusedError(
+                    f"--unlock-older-than: cannot see the queue's locks: {world.queue_unreadable}",
+                    hint="run as the queue's owner or a role with a policy (docs/cli.md, 'Roles');"
+                    " nothing was written",
+                )
             if apply:
                 world.require_primary("apply repairs")
                 if not yes:
                     _confirm_plan(st.output, conn, world, options, unlock)
                 if bootstrap.ensure_audit_schema(conn):
                     st.output.message("created schema `wfctl` for the repair audit log")
-            if unlock is not None and not world.has_graphile:
-                raise UsageError("--unlock-older-than: graphile_worker is not installed here")
             report = runner.repair(
                 conn,
                 world,
