@@ -29,6 +29,7 @@ from wfctl import sql
 from wfctl.connection.db import read_only
 from wfctl.ops import audit, flight
 from wfctl.world.model import World
+from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
 
 CURSOR = "wfctl_gc_candidates"
 TABLES = (
@@ -234,7 +235,8 @@ def _batch(
             report.deferred["hook_token_retained"] += len(held)
             keep |= held
         if world.has_graphile and locked:
-            rows = conn.execute(sql.load("repair/locked_jobs"), {"task": options.task})
+            params = {"task": options.task, "lock_reset": GRAPHILE_LOCK_RESET}
+            rows = conn.execute(sql.load("repair/locked_jobs"), params)
             busy = {str(r[0]) for r in rows} & (set(locked) - keep)
             report.deferred["job_locked"] += len(busy)
             keep |= busy
