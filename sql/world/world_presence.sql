@@ -10,6 +10,7 @@
 -- whether RLS applies to the current role (not to owners, superusers, BYPASSRLS roles);
 -- the rows are all visible only with a permissive SELECT (or ALL) policy for the role whose
 -- USING is `true`, and no restrictive policy for it. Anything else: hidden, in whole or part.
+-- (A role without USAGE/SELECT there is not "hidden": its queries fail, insufficient privilege.)
 WITH rel AS (
     SELECT n.nspname || '.' || c.relname AS name, c.oid
     FROM pg_catalog.pg_class c
@@ -33,6 +34,8 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'workflow')
        ARRAY(
            SELECT rel.name FROM rel
            WHERE rel.name LIKE 'graphile\_worker.\_private\_%'
+             AND pg_catalog.has_schema_privilege('graphile_worker', 'USAGE')
+             AND pg_catalog.has_table_privilege(rel.oid, 'SELECT')
              AND pg_catalog.row_security_active(rel.oid)
              AND (NOT EXISTS (
                       SELECT 1 FROM pg_catalog.pg_policy p
