@@ -128,6 +128,10 @@ def test_a_role_rls_hides_the_queue_from_gets_unknown_and_refusals(
     runs = the_world(world, real_world)
     reader = roles("wfctl_reader", doctor_recipe, policies=False)
     writer = roles("wfctl_writer", repair_recipe, policies=False)
+    status, out, _ = run_cli("--dsn", reader, "info")
+    assert status == 0 and "UNREADABLE: row-level security" in out
+    _, out, _ = run_cli("--dsn", reader, "--format", "json", "info")
+    assert "graphile_worker._private_jobs" in json.loads(out)["queue_hidden_by_rls"]
     status, report = doctor(run_cli, reader)
     checks = verdicts(report)
     for code in ("WF131", "WF132", "WF133", "WF134", "WF135"):
