@@ -78,10 +78,11 @@ def converge(
         )  # fmt: skip
         if report.interrupted:
             return report  # what was written is in the items; no verdict after a signal
+        if not any(i.outcome == "applied" for i in items):
+            break  # nothing written: the detection this round acted on is still doctor's
         detected = diagnose(conn, world, options)
-        wrote = any(i.outcome == "applied" for i in items)
         new = _unattempted(detected, attempted)
-        if not wrote or not new:
+        if not new:
             break
         if report.rounds == MAX_ROUNDS:
             report.unfinished = (
