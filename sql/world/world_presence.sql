@@ -12,7 +12,7 @@
 -- USING is `true`, and no restrictive policy for it. Anything else: hidden, in whole or part.
 -- (A role without USAGE/SELECT there is not "hidden": its queries fail, insufficient privilege.)
 WITH rel AS (
-    SELECT n.nspname || '.' || c.relname AS name, c.oid
+    SELECT n.nspname || '.' || c.relname AS name, c.oid, c.relnamespace
     FROM pg_catalog.pg_class c
     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
     WHERE n.nspname IN ('workflow', 'workflow_drizzle', 'graphile_worker')
@@ -34,7 +34,7 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'workflow')
        ARRAY(
            SELECT rel.name FROM rel
            WHERE rel.name LIKE 'graphile\_worker.\_private\_%'
-             AND pg_catalog.has_schema_privilege('graphile_worker', 'USAGE')
+             AND pg_catalog.has_schema_privilege(rel.relnamespace, 'USAGE')
              AND pg_catalog.has_table_privilege(rel.oid, 'SELECT')
              AND pg_catalog.row_security_active(rel.oid)
              AND (NOT EXISTS (

@@ -138,7 +138,8 @@ def plan(conn: psycopg.Connection[Any], world: World, options: GcOptions) -> GcR
         if world.has_event_slots:
             report.counts["slot_markers"] = _scalar(conn, "gc/plan_slot_markers", params)
         if world.has_graphile:
-            report.counts["jobs"] = _scalar(conn, "gc/plan_jobs", params)
+            jobs = {**params, "lock_reset": GRAPHILE_LOCK_RESET}
+            report.counts["jobs"] = _scalar(conn, "gc/plan_jobs", jobs)
         if _extras(conn).token_retention:
             kept = _scalar(conn, "gc/plan_retained", params)
             report.deferred["hook_token_retained"] = kept
@@ -251,7 +252,8 @@ def _batch(
         if world.has_event_slots:
             counts["slot_markers"] = _scalar(conn, "gc/delete_slot_markers", params)
         if world.has_graphile:
-            counts["jobs"] = _scalar(conn, "gc/delete_jobs", params)
+            jobs = {**params, "lock_reset": GRAPHILE_LOCK_RESET}
+            counts["jobs"] = _scalar(conn, "gc/delete_jobs", jobs)
         if extras.run_queue:
             counts["queue_rows"] = _scalar(conn, "gc/delete_queue_rows", params)
         counts["runs"] = _scalar(conn, "gc/delete_runs", params)
