@@ -137,6 +137,8 @@ def test_text_plain_markdown_jsonl_nagios(sick_world, real_world, run_cli) -> No
     assert out.splitlines()[0].split()[:2] == ["code", "status"]
     status, out, _ = run_cli("--dsn", real_world.dsn, "--format", "jsonl", *args)
     lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[-1]["kind"] == "summary" and lines[-1]["exit_code"] == 2
+    lines = [line for line in lines if line["kind"] == "finding"]
     assert {line["code"] for line in lines} >= set(sick_world)
     assert all({"run_id", "entity_id", "severity", "detail"} <= set(line) for line in lines)
     status, out, _ = run_cli("--dsn", real_world.dsn, "--format", "nagios", *args)

@@ -12,9 +12,13 @@
 -- Shown for the operator: who holds it, since when, the run's last event, and how many other
 -- client sessions are connected to the database (0: no worker process is connected at all).
 -- Released by `wfctl repair --apply --unlock-older-than AGE` (see wfctl/repair/wf135.py).
--- Needs graphile_worker. params: live_only, run_ids, since, min_age, task, own_pids (int[] or NULL).
+-- A lock on a job of a run that has ended (--all, --run) harms nothing: the delivery finds the
+-- run ended and the job is done; `ended` makes it info (wfctl/doctor/wf135.py).
+-- lock_reset: graphile's own reset window (wfctl/world/queue_locks.py, 4 hours).
+-- Needs graphile_worker. params: live_only, run_ids, since, min_age, task, own_pids (int[] or
+-- NULL), lock_reset.
 WITH runs AS (
-    SELECT r.id
+    SELECT r.id, r.status IN ('completed', 'failed', 'cancelled') AS ended
     FROM workflow.workflow_runs r
     WHERE (NOT %(live_only)s OR r.status IN ('pending', 'running'))
       AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
@@ -48,9 +52,10 @@ SELECT l.run_id,
               floor(extract(epoch FROM now() - l.locked_at) / 60), coalesce(e.last::text, 'never'),
               s.others,
               CASE WHEN s.others = 0 THEN ': no worker is connected, the holder is dead'
-                   WHEN l.locked_at < now() - interval '4 hours'
+                   WHEN l.locked_at < now() - %(lock_reset)s::interval
                        THEN ': past graphile''s 4 h reset, the next worker start frees it'
-                   ELSE '' END) AS detail
+                   ELSE '' END) AS detail,
+       r.ended
 FROM locked l
 JOIN runs r ON r.id = l.run_id
 CROSS JOIN sessions s

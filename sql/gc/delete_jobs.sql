@@ -1,15 +1,16 @@
 -- delete_jobs: the queue jobs still naming the batch's runs: permanently failed ones, and
 -- unlocked leftovers a finished run no longer needs (delivered, they would ask for a run
--- that no longer exists). A job locked within graphile's 4-hour window is never touched:
--- its run was deferred before this statement (locked_jobs).
--- params: run_ids (text[]), task
+-- that no longer exists). A job locked within graphile's 4-hour window (lock_reset) is never
+-- touched: its run was deferred before this statement (locked_jobs).
+-- params: run_ids (text[]), task,
+--   lock_reset (interval: graphile's lock reset window, wfctl/world/queue_locks.py)
 WITH d AS (
     DELETE FROM graphile_worker._private_jobs j
     USING graphile_worker._private_tasks t
     WHERE t.id = j.task_id
       AND t.identifier = %(task)s
       AND j.payload ->> 'data' IS NOT NULL
-      AND (j.locked_at IS NULL OR j.locked_at <= now() - interval '4 hours')
+      AND (j.locked_at IS NULL OR j.locked_at <= now() - %(lock_reset)s::interval)
       AND convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId'
           = ANY (%(run_ids)s::text[])
     RETURNING 1

@@ -1,6 +1,7 @@
 -- plan_jobs: the queue jobs a gc with this cutoff would delete (dry run; where
 -- graphile_worker is installed). Same job predicate as delete_jobs.sql.
--- params: cutoff (timestamp), task
+-- params: cutoff (timestamp), task,
+--   lock_reset (interval: graphile's lock reset window, wfctl/world/queue_locks.py)
 SELECT count(*)
 FROM graphile_worker._private_jobs j
 JOIN graphile_worker._private_tasks t ON t.id = j.task_id
@@ -8,6 +9,6 @@ JOIN workflow.workflow_runs r
   ON r.id = convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId'
 WHERE t.identifier = %(task)s
   AND j.payload ->> 'data' IS NOT NULL
-  AND (j.locked_at IS NULL OR j.locked_at <= now() - interval '4 hours')
+  AND (j.locked_at IS NULL OR j.locked_at <= now() - %(lock_reset)s::interval)
   AND r.status IN ('completed', 'failed', 'cancelled')
   AND coalesce(r.completed_at, r.updated_at) < %(cutoff)s::timestamp;

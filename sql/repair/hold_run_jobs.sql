@@ -1,13 +1,14 @@
 -- hold_run_jobs: lock every queue job of the run FOR UPDATE for the rest of a slot-log rewrite.
 -- graphile-worker takes jobs with FOR UPDATE SKIP LOCKED, so while the rewrite holds them no
 -- worker can start the run and write an event into a log being renumbered. A job with a
--- recent locked_at is already running (graphile's 4-hour reset window): the rewrite refuses.
+-- recent locked_at is already running (graphile's reset window, `lock_reset`: 4 hours, from
+-- wfctl/world/queue_locks.py): the rewrite refuses.
 -- Waits at most lock_timeout (a worker inside its own get_job holds the row briefly).
 -- Cost: decodes every job payload of the task (the queue has no index on the run id), once
 -- per rewritten run; rewrites are rare and opt-in, so this stays a per-run scan.
--- params: task, run_id
+-- params: task, run_id, lock_reset (interval)
 SELECT j.id, j.locked_at, j.locked_by,
-       j.locked_at > now() - interval '4 hours' AS running
+       j.locked_at > now() - %(lock_reset)s::interval AS running
 FROM graphile_worker._private_jobs j
 JOIN graphile_worker._private_tasks t ON t.id = j.task_id
 WHERE t.identifier = %(task)s

@@ -3,8 +3,16 @@
 -- any role, before privileges are checked: a role without access to graphile_worker still
 -- learns that the queue exists, and the queue checks report UNKNOWN instead of failing all.
 -- in_recovery: a hot standby (or a server still replaying WAL) takes no write at all.
+-- world_tables: the tables of schema workflow that exist (a world missing one is incomplete).
+-- queue_hidden: graphile_worker's tables whose rows row-level security hides from this role.
+-- graphile-worker enables RLS on its _private_* tables and creates no policy, so a role that
+-- neither owns them nor has BYPASSRLS reads 0 rows, with no error. row_security_active() says
+-- whether RLS applies to the current role (not to owners, superusers, BYPASSRLS roles);
+-- the rows are all visible only with a permissive SELECT (or ALL) policy for the role whose
+-- USING is `true`, and no restrictive policy for it. Anything else: hidden, in whole or part.
+-- (A role without USAGE/SELECT there is not "hidden": its queries fail, insufficient privilege.)
 WITH rel AS (
-    SELECT n.nspname || '.' || c.relname AS name, c.oid
+    SELECT n.nspname || '.' || c.relname AS name, c.oid, c.relnamespace
     FROM pg_catalog.pg_class c
     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
     WHERE n.nspname IN ('workflow', 'workflow_drizzle', 'graphile_worker')
@@ -22,6 +30,28 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'workflow')
            AS has_migrations_table,
        EXISTS (SELECT 1 FROM rel WHERE name = 'graphile_worker._private_jobs')
            AS has_graphile_jobs,
+       ARRAY(SELECT name FROM rel WHERE name LIKE 'workflow.%' ORDER BY name) AS world_tables,
+       ARRAY(
+           SELECT rel.name FROM rel
+           WHERE rel.name LIKE 'graphile\_worker.\_private\_%'
+             AND pg_catalog.has_schema_privilege(rel.relnamespace, 'USAGE')
+             AND pg_catalog.has_table_privilege(rel.oid, 'SELECT')
+             AND pg_catalog.row_security_active(rel.oid)
+             AND (NOT EXISTS (
+                      SELECT 1 FROM pg_catalog.pg_policy p
+                      WHERE p.polrelid = rel.oid AND p.polpermissive AND p.polcmd IN ('r', '*')
+                        AND pg_catalog.pg_get_expr(p.polqual, p.polrelid) = 'true'
+                        AND (p.polroles = '{0}' OR EXISTS (
+                                 SELECT 1 FROM unnest(p.polroles) AS pr(oid)
+                                 WHERE pg_catalog.pg_has_role(current_user, pr.oid, 'USAGE'))))
+                  OR EXISTS (
+                      SELECT 1 FROM pg_catalog.pg_policy p
+                      WHERE p.polrelid = rel.oid AND NOT p.polpermissive
+                        AND (p.polroles = '{0}' OR EXISTS (
+                                 SELECT 1 FROM unnest(p.polroles) AS pr(oid)
+                                 WHERE pg_catalog.pg_has_role(current_user, pr.oid, 'USAGE')))))
+           ORDER BY rel.name
+       ) AS queue_hidden,
        (SELECT string_agg(a.attname, ',' ORDER BY k.ord)
           FROM pg_catalog.pg_constraint c
           CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)

@@ -26,6 +26,7 @@ from tests import judge
 from tests.corpus import snapshot
 from tests.corpus.conftest import Trial, findings
 from tests.corpus.worlds import CRASHES, TERMINAL, Run
+from wfctl.repair import registry
 
 pytestmark = [
     pytest.mark.slow,
@@ -56,16 +57,36 @@ def labels(trial: Trial, run_ids: set[str | None]) -> list[str]:
 
 
 def require_applied(trial: Trial) -> None:
-    """The stage judged after a repair needs the repair to have run."""
-    assert trial.apply is not None
+    """The stage judged after a repair needs the repair to have run: nothing refused, nothing
+    repairable left, and its verdict (exit, `after`) is doctor's right after it."""
+    assert trial.apply is not None and trial.apply2 is not None
     report = trial.apply.report or {}
     refused = [i for i in report.get("items", []) if i.get("outcome") == "refused"]
     left = {code: n for code, n in report.get("after", {}).items() if n}
-    assert trial.apply.status == 0 and trial.apply.report is not None, (
+    repairable_left = {code for code in left if code not in registry.REPORT_ONLY}
+    assert trial.apply.report is not None and not refused and not repairable_left, (
         trial.apply.stderr,
         refused,
         left,
     )
+    # the second apply writes nothing, so doctor after it is doctor after the first
+    doctor_exit = doctor_exit_code(trial)
+    assert trial.apply.status == doctor_exit and left == doctor_counts(trial), (
+        trial.apply.status,
+        left,
+        doctor_exit,
+        doctor_counts(trial),
+    )
+
+
+def doctor_exit_code(trial: Trial) -> int:
+    assert trial.doctor_after is not None and trial.doctor_after.report is not None
+    return int(trial.doctor_after.report["summary"]["exit_code"])
+
+
+def doctor_counts(trial: Trial) -> dict[str, int]:
+    assert trial.doctor_after is not None and trial.doctor_after.report is not None
+    return {c["code"]: c["count"] for c in trial.doctor_after.report["checks"] if c["count"]}
 
 
 # --- the worlds ----------------------------------------------------------------------------------
@@ -178,7 +199,7 @@ def test_repair_keeps_a_report_only_run_as_it_is(trial: Trial, label: str) -> No
 @pytest.mark.parametrize("trial", WORLDS, indirect=True)
 def test_a_second_apply_writes_nothing(trial: Trial) -> None:
     require_applied(trial)
-    assert trial.apply2 is not None and trial.apply2.status == 0, trial.apply2
+    assert trial.apply2 is not None and trial.apply2.status == doctor_exit_code(trial), trial.apply2
     assert snapshot.changed(trial.after_apply, trial.after_apply2) == []
 
 

@@ -303,7 +303,10 @@ def test_apply_all_allow_rewrite_heals_every_shape(slot_world, apply, repair, do
         )
 
     status, again = apply(slot_world, "--all", "--allow-rewrite")
-    assert status == 0 and not [i for i in again["items"] if i["outcome"] == "applied"]
+    assert not [i for i in again["items"] if i["outcome"] == "applied"], again
+    # the step_started appended above sorts after its step's completion: doctor calls that
+    # WF141 (report only), and the apply's verdict is doctor's
+    assert status == 2 and again["after"] == {"WF141": 1}, again
     with slot_world.connect() as conn:
         audits = conn.execute(
             "SELECT code, details FROM wfctl.repair_log WHERE run_id = %s", (tail,)

@@ -31,7 +31,9 @@ def confirm(question: str, yes: bool) -> None:
     if not sys.stdin.isatty():
         raise UsageError("--apply without a terminal needs --yes")
     if not typer.confirm(question, err=True):
-        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+        # "no" is an answer, not an interruption: nothing was written, and that is success
+        typer.echo("not applied: nothing written", err=True)
+        raise typer.Exit(int(ExitStatus.OK))
 
 
 # The options these commands share, declared once.

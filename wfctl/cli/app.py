@@ -9,6 +9,7 @@ invocation's `State` from the click context.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -61,10 +62,19 @@ class State:
     output: Output
 
 
+# Formats read by programs (cron, Nagios, Prometheus, jq): never answered from the embedded
+# server unless its DSN is given explicitly.
+MACHINE_FORMATS = frozenset({Format.JSON, Format.JSONL, Format.PROMETHEUS, Format.NAGIOS})
+
+
 def state(ctx: typer.Context) -> State:
-    """The State the global callback stored on the root context."""
+    """The State the global callback stored on the root context (options given after the
+    command included: their callbacks ran before the command)."""
     obj = ctx.find_root().obj
     assert isinstance(obj, State), "global options were not parsed"
+    if obj.output.format in MACHINE_FORMATS and obj.target.dsn.is_embedded:
+        why = f"--format {obj.output.format.value} never uses the embedded server implicitly"
+        obj.target = dataclasses.replace(obj.target, embedded_refused=why)
     return obj
 
 

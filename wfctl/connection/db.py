@@ -36,9 +36,21 @@ class Target:
 
     dsn: ResolvedDsn
     timeouts: Timeouts = Timeouts()
+    # Why the implicit embedded server may not be used ("" = it may): a machine format's
+    # reader (cron, Nagios, a textfile collector) lost its environment, and a throwaway
+    # world's verdict would be a lie about the database it meant.
+    embedded_refused: str = ""
 
     def conninfo(self) -> str:
         if self.dsn.is_embedded:
+            if self.embedded_refused:
+                raise WfctlError(
+                    f"no database configured: {self.embedded_refused}",
+                    hint="pass --dsn or set WFCTL_DATABASE_URL: cron does not inherit your"
+                    " shell's environment; `wfctl embedded status` shows the embedded server's"
+                    " DSN if it is the one you mean",
+                    status=ExitStatus.UNKNOWN,
+                )
             from wfctl.connection.embedded import embedded_conninfo
 
             return embedded_conninfo()

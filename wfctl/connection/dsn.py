@@ -79,13 +79,44 @@ def validate_dsn(dsn: str, source: str) -> str:
         if port and not all(p.strip().isdigit() for p in port.split(",")):
             raise psycopg.ProgrammingError(f"invalid port {port!r}")
     except psycopg.ProgrammingError as exc:
-        # libpq's message may quote the DSN; keep only its first clause, masked.
-        reason = mask_text(str(exc).splitlines()[0] if str(exc) else "unparseable", dsn)
+        # libpq's message quotes the token it choked on, which may be (part of) the password.
+        reason = scrub_libpq_message(str(exc).splitlines()[0] if str(exc) else "unparseable")
+        reason = mask_text(reason, dsn)
         raise UsageError(
             f"malformed connection string from {source}: {reason}",
             hint="use postgresql://user@host:5432/dbname or 'host=... dbname=...'",
         ) from None
     return dsn
+
+
+def scrub_libpq_message(message: str) -> str:
+    """libpq's conninfo parse errors quote the offending token (`invalid percent-encoded token:
+    "S3cretPW%"`, `missing "=" after "PW"`): a token of a malformed DSN may be its password,
+    which cannot be parsed out to mask it. Keep only quoted keywords and punctuation."""
+
+    def keep(match: re.Match[str]) -> str:
+        token = match.group(1)
+        if token in _conninfo_keywords() or (len(token) <= 1 and not token.isalnum()):
+            return match.group(0)
+        return '"***"'
+
+    return re.sub(r'"([^"]*)"', keep, message)
+
+
+def _conninfo_keywords() -> frozenset[str]:
+    """The connection parameter names libpq knows (host, dbname, sslmode, ...)."""
+    from psycopg import pq
+
+    return frozenset(d.keyword.decode() for d in pq.Conninfo.get_defaults())
+
+
+def _unparsed_password(dsn: str) -> str | None:
+    """The password of a DSN libpq cannot parse, found by its usual shapes."""
+    uri = re.match(r"^[a-z]+://([^/?#]*)@", dsn, flags=re.I)
+    if uri and ":" in uri.group(1):
+        return uri.group(1).split(":", 1)[1] or None
+    kv = re.search(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)", dsn, flags=re.I)
+    return kv.group(1).strip("'") or None if kv else None
 
 
 def mask_dsn(dsn: str) -> str:
@@ -106,7 +137,7 @@ def mask_text(text: str, dsn: str) -> str:
     try:
         password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")
     except psycopg.ProgrammingError:
-        password = None
+        password = _unparsed_password(dsn)
     if password:
         text = text.replace(str(password), "***")
     if dsn:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC
+from datetime import UTC, datetime
 
+from wfctl.clock import timestamp
 from wfctl.doctor.base import CheckResult, Status
 from wfctl.doctor.runner import Report
 from wfctl.durations import format_duration
@@ -68,17 +69,53 @@ def summary_line(report: Report) -> str:
     return f"{text}; {report.world.era} world {report.world.database!r}, {report.seconds:.2f} s"
 
 
-def jsonl(report: Report) -> Iterator[str]:
-    """One finding per line (the kept samples; --limit bounds them), then nothing else."""
+def jsonl(report: Report, dsn: str = "") -> Iterator[str]:
+    """One finding per line (the kept samples; --limit bounds them), then one summary line,
+    so a healthy world still prints a line. Each line names the database (its name and the
+    masked DSN) and the time of the pass, so lines shipped to a log store stand alone."""
+    where = {
+        "database": report.world.database,
+        "dsn": dsn,
+        "at": timestamp(report.started_at),
+    }
     for result in report.results:
         for finding in result.samples:
             yield json.dumps(
                 {
+                    "kind": "finding",
                     **finding.as_dict(),
                     "severity": (finding.severity or result.check.severity).value,
+                    **where,
                 },
                 default=str,
             )
+    yield json.dumps(
+        {
+            "kind": "summary",
+            "status": report.status.value,
+            "exit_code": int(report.exit_status),
+            "checks": len(report.results),
+            "findings": sum(r.count for r in report.results),
+            "in_flight": sum(r.in_flight for r in report.results),
+            "unknown": [r.check.code for r in report.results if r.status is Status.UNKNOWN],
+            **where,
+        },
+        default=str,
+    )
+
+
+def jsonl_failure(reason: str, exit_code: int, dsn: str) -> str:
+    """The one line of a pass that could not run."""
+    line = {
+        "kind": "summary",
+        "status": "unknown",
+        "exit_code": exit_code,
+        "error": reason,
+        "database": None,
+        "dsn": dsn,
+        "at": timestamp(datetime.now(UTC)),
+    }
+    return json.dumps(line) + "\n"
 
 
 def _label(value: str) -> str:
@@ -137,6 +174,7 @@ def prometheus(report: Report) -> str:
             labels = f'code="{r.check.code}",status="{status.value}"'
             lines.append(f"wfctl_doctor_check_status{{{labels}}} {value}")
     lines += _stranded_age(report)
+    lines += _up(1)
     lines += [
         "# HELP wfctl_doctor_exit_code The exit code doctor returned (0 ok .. 3 unknown).",
         "# TYPE wfctl_doctor_exit_code gauge",
@@ -153,6 +191,40 @@ def prometheus(report: Report) -> str:
         f'era="{_label(report.world.era)}"}} 1',
     ]
     return "\n".join(lines) + "\n"
+
+
+def _up(value: int) -> list[str]:
+    return [
+        "# HELP wfctl_doctor_up 1 when doctor ran, 0 when it could not (wfctl_doctor_exit_code"
+        " says why: 3).",
+        "# TYPE wfctl_doctor_up gauge",
+        f"wfctl_doctor_up {value}",
+    ]
+
+
+def prometheus_failure(reason: str, exit_code: int, dsn: str) -> str:
+    """The textfile of a pass that could not run: up 0 and the exit code, so an alert on
+    `wfctl_doctor_exit_code >= 2` or `wfctl_doctor_up == 0` fires (a stale file would keep
+    the last verdict alive), and the reason as a label of wfctl_doctor_error."""
+    now = datetime.now(UTC).timestamp()
+    lines = [
+        *_up(0),
+        "# HELP wfctl_doctor_exit_code The exit code doctor returned (0 ok .. 3 unknown).",
+        "# TYPE wfctl_doctor_exit_code gauge",
+        f"wfctl_doctor_exit_code {exit_code}",
+        "# HELP wfctl_doctor_last_run_timestamp_seconds When this report was made.",
+        "# TYPE wfctl_doctor_last_run_timestamp_seconds gauge",
+        f"wfctl_doctor_last_run_timestamp_seconds {now:.3f}",
+        "# HELP wfctl_doctor_error Why doctor could not run (1, the reason as a label).",
+        "# TYPE wfctl_doctor_error gauge",
+        f'wfctl_doctor_error{{reason="{_label(reason[:300])}",dsn="{_label(dsn)}"}} 1',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def nagios_failure(reason: str) -> str:
+    """The plugin line of a pass that could not run (Nagios shows "(null)" for no output)."""
+    return f"WFCTL UNKNOWN - {' '.join(reason.replace('|', '/').split())}"
 
 
 def nagios(report: Report) -> str:

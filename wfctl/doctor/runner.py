@@ -33,6 +33,7 @@ from wfctl.clock import timestamp
 from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Status
 from wfctl.errors import ExitStatus
 from wfctl.world.model import World
+from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
 
 REPORT_SCHEMA_VERSION = 1
 FETCH_SIZE = 2000
@@ -73,6 +74,7 @@ class DoctorOptions:
             "attempt_threshold": self.attempt_threshold,
             "task": f"{self.job_prefix}flows",
             "own_pids": None,  # the doctor's sessions (runner.run fills it in)
+            "lock_reset": GRAPHILE_LOCK_RESET,  # graphile's lock reset window (WF135)
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -275,6 +277,10 @@ def _run_one(
     if missing:
         result.status, result.message = Status.NOT_APPLICABLE, missing
         return result
+    unreadable = _unreadable(check, world)
+    if unreadable:
+        result.status, result.message = Status.UNKNOWN, unreadable
+        return result
     started = time.perf_counter()
     try:
         with conn.transaction():  # a savepoint: a failing check leaves the others intact
@@ -310,6 +316,8 @@ def empty_result(check: Check, world: World) -> CheckResult:
     missing = _missing_needs(check, world)
     if missing:
         result.status, result.message = Status.NOT_APPLICABLE, missing
+    elif _unreadable(check, world):
+        result.status, result.message = Status.UNKNOWN, _unreadable(check, world)
     result.settle()
     return result
 
@@ -319,6 +327,16 @@ def _missing_needs(check: Check, world: World) -> str:
         return "slot-era worlds only"
     if Needs.QUEUE in check.needs and not world.has_graphile:
         return "graphile_worker not installed"
+    return ""
+
+
+def _unreadable(check: Check, world: World) -> str:
+    """Why this check would read a queue this role cannot see (UNKNOWN, never a guess)."""
+    if Needs.QUEUE in check.needs and world.queue_unreadable:
+        return (
+            f"cannot read the queue: {world.queue_unreadable} (docs/cli.md, 'Roles': a policy "
+            "for the doctor role, or run as the queue's owner)"
+        )
     return ""
 
 

@@ -1,8 +1,25 @@
 """WF135: a queue job held by a silent worker (who holds the lock, since when, alive?)."""
 
-from wfctl.doctor.base import Check, Explanation, Needs, Severity
+from dataclasses import dataclass
+from typing import Any
 
-CHECK = Check(
+from wfctl.doctor.base import Check, Explanation, Finding, Needs, Severity
+
+
+@dataclass(frozen=True)
+class LockCheck(Check):
+    """A lock on a job of a run that has ended is info: nothing is stuck behind it."""
+
+    def finding(self, row: tuple[Any, ...]) -> Finding | None:
+        *columns, ended = row
+        if not ended:
+            return Finding(self.code, *columns)
+        run_id, entity_id, observed_at, in_flight, detail = columns
+        detail += "; the run has ended: the lock holds nothing up (graphile frees it after 4 h)"
+        return Finding(self.code, run_id, entity_id, observed_at, in_flight, detail, Severity.INFO)
+
+
+CHECK = LockCheck(
     code="WF135",
     title="queue job held by a silent worker",
     severity=Severity.WARNING,

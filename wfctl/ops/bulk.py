@@ -31,6 +31,7 @@ from wfctl.errors import RefusedError, UsageError
 from wfctl.ops import audit, flight
 from wfctl.runtime.store import Store
 from wfctl.world.model import World
+from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
 
 LIVE = ("pending", "running")
 KEYS = ("workflow", "status", "older-than", "newer-than", "error-code", "error")
@@ -315,7 +316,12 @@ class Cancel(Action):
         jobs = 0
         if ctx.world.has_graphile:
             found = ctx.conn.execute(
-                sql.load("gc/delete_jobs"), {"run_ids": [row["id"]], "task": ctx.options.task}
+                sql.load("gc/delete_jobs"),
+                {
+                    "run_ids": [row["id"]],
+                    "task": ctx.options.task,
+                    "lock_reset": GRAPHILE_LOCK_RESET,
+                },
             ).fetchone()
             jobs = int(found[0]) if found else 0
         details = {"status_before": before, "jobs_deleted": jobs}

@@ -29,6 +29,7 @@ from wfctl import sql
 from wfctl.connection.db import read_only
 from wfctl.ops import audit, flight
 from wfctl.world.model import World
+from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
 
 CURSOR = "wfctl_gc_candidates"
 TABLES = (
@@ -137,7 +138,8 @@ def plan(conn: psycopg.Connection[Any], world: World, options: GcOptions) -> GcR
         if world.has_event_slots:
             report.counts["slot_markers"] = _scalar(conn, "gc/plan_slot_markers", params)
         if world.has_graphile:
-            report.counts["jobs"] = _scalar(conn, "gc/plan_jobs", params)
+            jobs = {**params, "lock_reset": GRAPHILE_LOCK_RESET}
+            report.counts["jobs"] = _scalar(conn, "gc/plan_jobs", jobs)
         if _extras(conn).token_retention:
             kept = _scalar(conn, "gc/plan_retained", params)
             report.deferred["hook_token_retained"] = kept
@@ -234,7 +236,8 @@ def _batch(
             report.deferred["hook_token_retained"] += len(held)
             keep |= held
         if world.has_graphile and locked:
-            rows = conn.execute(sql.load("repair/locked_jobs"), {"task": options.task})
+            params = {"task": options.task, "lock_reset": GRAPHILE_LOCK_RESET}
+            rows = conn.execute(sql.load("repair/locked_jobs"), params)
             busy = {str(r[0]) for r in rows} & (set(locked) - keep)
             report.deferred["job_locked"] += len(busy)
             keep |= busy
@@ -249,7 +252,8 @@ def _batch(
         if world.has_event_slots:
             counts["slot_markers"] = _scalar(conn, "gc/delete_slot_markers", params)
         if world.has_graphile:
-            counts["jobs"] = _scalar(conn, "gc/delete_jobs", params)
+            jobs = {**params, "lock_reset": GRAPHILE_LOCK_RESET}
+            counts["jobs"] = _scalar(conn, "gc/delete_jobs", jobs)
         if extras.run_queue:
             counts["queue_rows"] = _scalar(conn, "gc/delete_queue_rows", params)
         counts["runs"] = _scalar(conn, "gc/delete_runs", params)

@@ -50,7 +50,8 @@ REPORT_ONLY = {
     "WF134": "report only: read the job's last_error; WF133 re-wakes the run",
     "WF135": "a worker's lock: once the holder is known gone, --unlock-older-than AGE "
     "(see the dry run) releases it",
-    "WF141": "report only: see `wfctl doctor --explain WF141`",
+    "WF141": "report only: a run failed over one late step_started is revivable with "
+    "--allow-revive (see `wfctl doctor --explain WF141`)",
     "WF142": "informational: both runtimes replay a hook received before its creation",
     "WF143": "report only: see `wfctl doctor --explain WF143`",
     "WF144": "report only: which run keeps the token is the operator's choice (--explain WF144)",

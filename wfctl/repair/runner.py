@@ -37,14 +37,12 @@ from wfctl.connection.db import read_only
 from wfctl.doctor import registry as checks_registry
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
-from wfctl.errors import RefusedError
-from wfctl.repair import registry, slotlog, wf135
+from wfctl.errors import ExitStatus, RefusedError
+from wfctl.repair import registry, slotlog, verdict, wf135
 from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
-from wfctl.world import ids
+from wfctl.world import ids, queue_locks
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
-
-BEFORE_AFTER_MAX_RUNS = 100_000
 
 
 @dataclass(frozen=True)
@@ -96,18 +94,33 @@ class RepairReport:
     after: dict[str, int] = field(default_factory=dict)
     # Wall time of each run's transaction, lock_run to commit: how long locks were held.
     lock_hold_ms: list[float] = field(default_factory=list)
+    # After an apply: the exit status of doctor in the same scope, run right after (`after`
+    # holds its counts); None for a dry run, or when interrupted before it could run.
+    after_exit: int | None = None
+    rounds: int = 0  # detect-and-repair rounds of the apply (see verdict.converge)
+    unfinished: str = ""  # what the apply could not finish within its rounds, in words
+    interrupted: bool = False  # stopped by SIGINT/SIGTERM: runs not started were left alone
 
     @property
     def ok(self) -> bool:
-        """Every targeted finding handled and, after an apply, gone."""
-        if any(i.outcome == "refused" for i in self.items):
-            return False
-        return not self.applied or not any(self.after.values())
+        """Nothing refused and, after an apply, doctor in the same scope finds nothing."""
+        return self.exit_status == ExitStatus.OK
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        """What `doctor` in the same scope would exit right after (0 none, 1 warnings only,
+        2 critical, 3 a check could not run), and at least 2 when any finding was refused
+        (dry run: when the plan refuses any)."""
+        return verdict.exit_status(self)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "applied": self.applied,
             "ok": self.ok,
+            "exit_code": int(self.exit_status),
+            "interrupted": self.interrupted,
+            "rounds": self.rounds,
+            "unfinished": self.unfinished,
             "items": [i.as_dict() for i in self.items],
             "before": self.before,
             "after": self.after,
@@ -130,6 +143,12 @@ def _quantiles(values: list[float]) -> dict[str, float]:
 
 def detect(conn: psycopg.Connection[Any], world: World, options: RepairOptions) -> list[Finding]:
     """Doctor's findings for the repairable (or reportable) codes, in repair order."""
+    return ordered(diagnose(conn, world, options))
+
+
+def diagnose(conn: psycopg.Connection[Any], world: World, options: RepairOptions) -> doctor.Report:
+    """Doctor's report in the repair's scope: what `wfctl doctor` with the same --only, --run,
+    --all, --min-age and --limit would say now."""
     codes = set(options.only) or set(registry.BY_CODE) | set(registry.REPORT_ONLY)
     checks = [c for c in checks_registry.CHECKS if c.code in codes]
     opts = doctor.DoctorOptions(
@@ -140,7 +159,11 @@ def detect(conn: psycopg.Connection[Any], world: World, options: RepairOptions) 
         job_prefix=options.job_prefix,
     )
     with read_only(conn):
-        report = doctor.run(conn, world, checks, opts)
+        return doctor.run(conn, world, checks, opts)
+
+
+def ordered(report: doctor.Report) -> list[Finding]:
+    """A report's findings a repair acts on or reports, in repair order."""
     order = {r.code: n for n, r in enumerate(registry.ORDER)}
     found = [f for f in report.findings() if f.run_id is not None or f.code in registry.REPORT_ONLY]
     return sorted(found, key=lambda f: (f.run_id or "", order.get(f.code, 99)))
@@ -170,14 +193,46 @@ def repair(
     everything runs on `conn`. `unlock` first lists (dry run) or releases the dead workers'
     locks it selects (WF135), so the repairs of those runs are no longer refused.
     """
+    if not apply:
+        report = RepairReport(applied=False)
+        _round(conn, world, options, report, diagnose(conn, world, options), apply=False,
+               unlock=unlock)  # fmt: skip
+        return report
+    return verdict.converge(
+        conn, world, options, reason=reason, connect=connect, unlock=unlock, one_round=_round
+    )
+
+
+def _round(
+    conn: psycopg.Connection[Any],
+    world: World,
+    options: RepairOptions,
+    report: RepairReport,
+    detected: doctor.Report,
+    *,
+    apply: bool,
+    reason: str = "",
+    connect: Callable[[], psycopg.Connection[Any]] | None = None,
+    unlock: wf135.Unlock | None = None,
+    attempted: set[tuple[str, str | None, str | None]] | None = None,
+    stop: threading.Event | None = None,
+) -> list[Item]:
+    """One detect-and-repair pass over `detected`: the stale locks `unlock` selects, then each
+    run's findings not in `attempted` (the keys are added). Items are appended to `report`
+    (and returned); a dry run plans instead of writing."""
     locks = wf135.stale(conn, options.task, unlock, options.run_ids) if unlock else []
     handled = {str(held["id"]) for held in locks}
+    seen = attempted if attempted is not None else set()
     findings = [  # a young lock is a live delivery's: not even worth a "skipped" line
         f
-        for f in detect(conn, world, options)
+        for f in ordered(detected)
         if not (f.code == wf135.CODE and (f.in_flight or f.entity_id in handled))
+        and _key(f) not in seen
     ]
-    report = RepairReport(applied=apply, before=counts(findings), items=[])
+    seen.update(_key(f) for f in findings)
+    if not report.before and not report.items:
+        report.before = counts(findings)
+    start = len(report.items)
     writer = EventWriter(slots=world.has_event_slots)
     batches: list[tuple[str, list[Finding]]] = []
     for run_id, group in groupby(findings, key=lambda f: f.run_id):
@@ -191,10 +246,14 @@ def repair(
         if todo and run_id:
             batches.append((run_id, todo))
     if not apply:
-        report.items[:0] = [_item(wf135.planned(held)) for held in locks]
+        report.items[start:start] = [_item(wf135.planned(held)) for held in locks]
+        releasing = {str(held["id"]) for held in locks}
+        locked_jobs = LockedJobs(unreadable=world.queue_unreadable)
         for run_id, todo in batches:
-            report.items += _plan_run(conn, world, writer, options, run_id, todo)
-        return report
+            report.items += _plan_run(
+                conn, world, writer, options, run_id, todo, locked_jobs, releasing
+            )
+        return report.items[start:]
 
     # A stale lock of a run with something to heal is released in that run's transaction;
     # the others at once, each on its own.
@@ -205,7 +264,8 @@ def repair(
             with_run.setdefault(held["run_id"], []).append(held)
     alone = [held for held in locks if held["run_id"] not in healing]
     if unlock is not None:
-        report.items[:0] = [_item(r) for r in wf135.release(conn, alone, unlock, reason)]
+        released = [_item(r) for r in wf135.release(conn, alone, unlock, reason)]
+        report.items[start:start] = released
 
     def one(session: psycopg.Connection[Any], run_id: str, todo: list[Finding]) -> None:
         started = time.perf_counter()
@@ -218,14 +278,23 @@ def repair(
             report.lock_hold_ms.append((time.perf_counter() - started) * 1000)
 
     lock = threading.Lock()
-    locked_jobs = LockedJobs()
-    if connect is None or options.workers <= 1 or len(batches) < 2:
-        for run_id, todo in batches:
-            one(conn, run_id, todo)
-    else:
-        _in_parallel(batches, one, connect, min(options.workers, len(batches)))
-    report.after = _remaining(conn, world, options, report.items)
-    return report
+    locked_jobs = LockedJobs(unreadable=world.queue_unreadable)
+    stop = stop or threading.Event()
+    try:
+        if connect is None or options.workers <= 1 or len(batches) < 2:
+            for run_id, todo in batches:
+                if stop.is_set():
+                    break
+                one(conn, run_id, todo)
+        else:
+            _in_parallel(batches, one, connect, min(options.workers, len(batches)), stop)
+    except KeyboardInterrupt:
+        # SIGINT/SIGTERM (cli.main turns SIGTERM into this): the run in flight on this thread
+        # was rolled back by its transaction; stop starting runs and report what was written.
+        stop.set()
+    if stop.is_set():
+        report.interrupted = True
+    return report.items[start:]
 
 
 def _item(release: wf135.Release) -> Item:
@@ -251,50 +320,44 @@ def _in_parallel(
     one: Callable[[psycopg.Connection[Any], str, list[Finding]], None],
     connect: Callable[[], psycopg.Connection[Any]],
     workers: int,
+    stop: threading.Event,
 ) -> None:
-    """Each worker thread takes runs from a shared queue, on its own connection."""
+    """Each worker thread takes runs from a shared queue, on its own connection, until the
+    queue is empty or `stop` is set. A signal reaches the main thread only (Python delivers
+    it there): it sets `stop`, so each worker finishes the run it holds (a transaction of
+    milliseconds) and starts no other; the main thread waits for them, then re-raises."""
     pending: queue.SimpleQueue[tuple[str, list[Finding]]] = queue.SimpleQueue()
     for batch in batches:
         pending.put(batch)
 
     def work() -> None:
         with connect() as session:
-            while True:
+            while not stop.is_set():
                 try:
                     run_id, todo = pending.get_nowait()
                 except queue.Empty:
                     return
                 one(session, run_id, todo)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for future in [pool.submit(work) for _ in range(workers)]:
-            future.result()
-
-
-def _remaining(
-    conn: psycopg.Connection[Any], world: World, options: RepairOptions, items: list[Item]
-) -> dict[str, int]:
-    """Re-detect on the touched runs: which applied findings are still there, by code."""
-    applied = {_key(i.finding) for i in items if i.outcome == "applied"}
-    touched = sorted({run for _, run, _ in applied if run})
-    if not touched or len(touched) > BEFORE_AFTER_MAX_RUNS:
-        return {}
-    again = detect(conn, world, _scoped(options, touched))
-    return counts([f for f in again if _key(f) in applied])
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures = [pool.submit(work) for _ in range(workers)]
+    try:
+        for future in futures:
+            while True:
+                try:
+                    future.result(timeout=0.1)  # short waits: the signal is seen at once
+                    break
+                except TimeoutError:
+                    continue
+    except KeyboardInterrupt:
+        stop.set()
+        pool.shutdown(wait=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _key(finding: Finding) -> tuple[str, str | None, str | None]:
     return finding.code, finding.run_id, finding.entity_id
-
-
-def _scoped(options: RepairOptions, run_ids: list[str]) -> RepairOptions:
-    return RepairOptions(
-        min_age=timedelta(0),  # after: anything left, however young, counts
-        only=options.only,
-        run_ids=tuple(run_ids),
-        limit=options.limit,
-        job_prefix=options.job_prefix,
-    )
 
 
 def _skip_reason(finding: Finding, world: World, options: RepairOptions) -> str:
@@ -331,17 +394,23 @@ def _plan_run(
     options: RepairOptions,
     run_id: str,
     findings: list[Finding],
+    locked_jobs: LockedJobs,
+    releasing: set[str],
 ) -> list[Item]:
+    """The dry run of one run: the same guards as the apply (`_run_guard`, `_decide`), read
+    only, so it predicts the apply's refusals; a lock the apply would release first
+    (`releasing`: --unlock-older-than) is not held against the run."""
     items = []
     with read_only(conn):
         try:
             ctx = _context(conn, world, writer, options, run_id, lock=False)
+            if world.has_graphile:
+                _run_guard(conn, options, run_id, locked_jobs, releasing)
         except Refused as exc:
             return [Item(f, "refused", str(exc)) for f in findings]
         for finding in findings:
             try:
-                ctx.refuse_row_heal(finding.code)
-                action = _repair(options, finding).plan(ctx, finding)
+                action = _decide(ctx, options, finding)
                 scheme = ""
                 if action.events:
                     rewritten = f"slot (after the {ctx.rewritten} rewrite)" if ctx.rewritten else ""
@@ -368,25 +437,33 @@ def _guards(finding: Finding, world: World) -> list[str]:
 
 class LockedJobs:
     """Which runs have a queue job locked right now: one snapshot shared by all workers,
-    refreshed when older than `max_age` seconds. A job locked within that last second may be
-    missed; the age gate (--min-age) is the guard that covers the original writer's window."""
+    refreshed when older than `max_age` seconds (negative: read at every call, in the caller's
+    transaction). A job locked within that last second may be missed; the age gate (--min-age)
+    is the guard that covers the original writer's window."""
 
-    def __init__(self, max_age: float = 1.0) -> None:
+    def __init__(self, max_age: float = 1.0, unreadable: str = "") -> None:
         self.max_age = max_age
+        # Why the queue's rows cannot be read (row-level security): every run is refused.
+        self.unreadable = unreadable
         self._lock = threading.Lock()
         self._taken = -1.0
-        self._by_run: dict[str, dict[str, Any]] = {}
+        self._by_run: dict[str, list[dict[str, Any]]] = {}
 
     def holder(
-        self, conn: psycopg.Connection[Any], task: str, run_id: str
+        self, conn: psycopg.Connection[Any], task: str, run_id: str, skip: set[str] | None = None
     ) -> dict[str, Any] | None:
+        """A lock on one of the run's jobs (not one of `skip`, job ids), or None."""
         with self._lock:
-            if time.monotonic() - self._taken > self.max_age:
+            if self.max_age < 0 or time.monotonic() - self._taken > self.max_age:
+                params = {"task": task, "lock_reset": queue_locks.GRAPHILE_LOCK_RESET}
                 with conn.cursor(row_factory=dict_row) as cur:
-                    rows = cur.execute(sql.load("repair/locked_jobs"), {"task": task}).fetchall()
-                self._by_run = {r["run_id"]: r for r in rows}
+                    rows = cur.execute(sql.load("repair/locked_jobs"), params).fetchall()
+                self._by_run = {}
+                for row in rows:
+                    self._by_run.setdefault(row["run_id"], []).append(row)
                 self._taken = time.monotonic()
-            return self._by_run.get(run_id)
+            held = self._by_run.get(run_id, [])
+            return next((r for r in held if str(r["id"]) not in (skip or ())), None)
 
 
 def _apply_run(
@@ -415,13 +492,12 @@ def _apply_run(
                     for held in stale.locks
                 ]
             if world.has_graphile:
-                holder = (
-                    _holder_now(conn, options.task, run_id)
+                fresh = (
+                    LockedJobs(max_age=-1.0, unreadable=world.queue_unreadable)
                     if released
-                    else locked_jobs.holder(conn, options.task, run_id)
+                    else locked_jobs
                 )
-                if holder is not None:
-                    raise Refused(_locked_message(holder))
+                _run_guard(conn, options, run_id, fresh, set())
             for finding in findings:
                 items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1))
     except Refused as exc:
@@ -438,11 +514,34 @@ def _apply_run(
     return released + items
 
 
-def _holder_now(conn: psycopg.Connection[Any], task: str, run_id: str) -> dict[str, Any] | None:
-    """Who holds a job of the run as this transaction sees it (after its own releases)."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(sql.load("repair/locked_jobs"), {"task": task}).fetchall()
-    return next((r for r in rows if r["run_id"] == run_id), None)
+def _run_guard(
+    conn: psycopg.Connection[Any],
+    options: RepairOptions,
+    run_id: str,
+    locked_jobs: LockedJobs,
+    releasing: set[str],
+) -> None:
+    """The run-level guard of both the dry run and the apply: refuse the run while a queue job
+    for it is locked within graphile's reset window (queue_locks.GRAPHILE_LOCK_RESET), unless
+    it is one of the locks being released first (`releasing`, job ids)."""
+    if locked_jobs.unreadable:
+        raise Refused(
+            f"cannot evaluate the guard 'no queue job of the run is locked': "
+            f"{locked_jobs.unreadable}; refused rather than skipped (docs/cli.md, 'Roles')"
+        )
+    holder = locked_jobs.holder(conn, options.task, run_id, skip=releasing)
+    if holder is not None:
+        raise Refused(_locked_message(holder))
+
+
+def _decide(ctx: Context, options: RepairOptions, finding: Finding) -> Action:
+    """What to write for one finding, or Refused/Superseded: the one decision the dry run
+    prints and the apply executes (the row-heal rule, the repair's own plan and its
+    refusals, and the re-check with doctor's SQL and --min-age)."""
+    ctx.refuse_row_heal(finding.code)
+    action = _repair(options, finding).plan(ctx, finding)
+    _recheck(ctx, options, finding)
+    return action
 
 
 def _release_alone(conn: psycopg.Connection[Any], stale: _Stale | None, reason: str) -> list[Item]:
@@ -472,9 +571,7 @@ def _apply_one(
     scope = ctx.conn.transaction() if savepoint else contextlib.nullcontext()
     try:
         with scope:
-            ctx.refuse_row_heal(finding.code)
-            action = _repair(options, finding).plan(ctx, finding)
-            _recheck(ctx, options, finding)
+            action = _decide(ctx, options, finding)
             written = _execute(ctx, action)
             audit = _audit(ctx, finding, reason, action, written)
             return Item(

@@ -32,6 +32,7 @@ from wfctl import sql
 from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
 from wfctl.world import ids
+from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
 from wfctl.world.writer import PositionTaken
 
 FILLER_TYPE = "noop"
@@ -204,8 +205,10 @@ class SlotRewrite:
         written: list[str] = []
         with ctx.conn.transaction():
             if ctx.world.has_graphile:
-                running = [j for j in ctx.fetch("repair/hold_run_jobs", task=ctx.task)
-                           if j["running"]]  # fmt: skip
+                jobs = ctx.fetch(
+                    "repair/hold_run_jobs", task=ctx.task, lock_reset=GRAPHILE_LOCK_RESET
+                )
+                running = [j for j in jobs if j["running"]]
                 if running:
                     raise Refused(
                         f"queue job {running[0]['id']} of the run is running "

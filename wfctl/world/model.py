@@ -21,6 +21,12 @@ from wfctl.errors import RefusedError, WfctlError
 from wfctl.world import catalog, drizzle
 
 KNOWN_ERAS = ("beta29", "slot")
+# The tables every release line's world has (4.1.x through the slot era): a world missing one
+# is incomplete, and nothing may be written to it (a write would half-apply).
+WORLD_TABLES = tuple(
+    f"workflow.workflow_{name}"
+    for name in ("runs", "events", "steps", "waits", "hooks", "stream_chunks")
+)
 
 
 @dataclass
@@ -43,6 +49,22 @@ class World:
     drift: list[str] = field(default_factory=list)
     # A hot standby (pg_is_in_recovery): every read works, every write is refused.
     standby: bool = False
+    # Tables of WORLD_TABLES (and the slot era's marker table) that do not exist.
+    missing_tables: list[str] = field(default_factory=list)
+    # graphile_worker tables whose rows row-level security hides from this role (see
+    # sql/world/world_presence.sql): the queue cannot be judged, nor its locks guarded.
+    queue_hidden: list[str] = field(default_factory=list)
+
+    @property
+    def queue_unreadable(self) -> str:
+        """Why this role cannot read the queue's rows ("" when it can)."""
+        if not self.queue_hidden:
+            return ""
+        return (
+            f"row-level security hides the rows of {', '.join(self.queue_hidden)} from role "
+            f"{self.user!r} (it does not own them and has no BYPASSRLS; graphile-worker "
+            "creates no policy): the queue reads as empty"
+        )
 
     @property
     def present(self) -> bool:
@@ -80,6 +102,8 @@ class World:
             "migrations": self.migrations,
             "unknown_migrations": self.unknown_migrations,
             "catalog_drift": self.drift,
+            "missing_tables": self.missing_tables,
+            "queue_hidden_by_rls": self.queue_hidden,
         }
 
     def require_present(self) -> None:
@@ -105,6 +129,19 @@ class World:
             raise WfctlError(
                 f"database {self.database!r} holds a {self.kind}",
                 hint="run `wfctl info` for details; upgrade wfctl or finish the migration",
+            )
+        self.require_complete()
+
+    def require_complete(self) -> None:
+        """Refuse (exit 3) a world with a table missing: its shape is not one wfctl can read
+        or write as a whole (a cancel would update the runs and fail on the steps, a repair
+        would append events a replay cannot match). Checked before anything is written."""
+        if self.present and self.missing_tables:
+            raise WfctlError(
+                f"database {self.database!r} holds an incomplete world: "
+                f"{', '.join(self.missing_tables)} missing",
+                hint="nothing was written; restore the table (from a backup, or the package's "
+                "migrations); `wfctl doctor --only WF151` lists the catalog differences",
             )
 
 
@@ -138,7 +175,11 @@ def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
         migrations=recorded,
         unknown_migrations=unknown,
         standby=p["in_recovery"],
+        queue_hidden=list(p["queue_hidden"]) if p["has_graphile_jobs"] else [],
     )
+    if world.present:
+        wanted = WORLD_TABLES + (("workflow.workflow_event_slots",) if era == "slot" else ())
+        world.missing_tables = [t for t in wanted if t not in p["world_tables"]]
     if with_drift and world.present:
         world.drift = [
             d.text + (f" (upstream {d.known})" if d.known else "")

@@ -15,15 +15,16 @@ import psycopg
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn
 
-from wfctl.cli.app import app, state
+from wfctl.cli.app import State, app, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
-from wfctl.doctor import incremental, registry
+from wfctl.connection.dsn import mask_text
+from wfctl.doctor import incremental, missing_runs, registry
 from wfctl.doctor import render as doctor_render
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Check
 from wfctl.durations import parse_duration
-from wfctl.errors import UsageError
+from wfctl.errors import ExitStatus, UsageError, WfctlError
 from wfctl.world import model
 
 # `--all` reads every event in several long statements: two sessions use both cores of a
@@ -147,6 +148,34 @@ def doctor_command(
     checks = registry.select(only)
     if incremental and (run or since or only):
         raise UsageError("--incremental checks every run: it takes no --run, --since or --only")
+    if output_file is not None and not output_file.parent.is_dir():
+        raise UsageError(f"--output: directory {output_file.parent} does not exist")
+    try:
+        report = _diagnose(st, options, checks, incremental, clock_skew, run or [])
+    except Exception as exc:
+        if not isinstance(exc, UsageError):
+            _say_unknown(st, fmt, output_file, exc)
+        raise
+    text = _render(st, fmt, report)
+    if output_file is not None:
+        _write_atomically(output_file, text)
+        st.output.message(f"wrote {output_file}")
+    elif text:
+        st.output.data(text)
+    if fmt is Format.TEXT:
+        st.output.message(doctor_render.summary_line(report))
+    raise typer.Exit(int(report.exit_status))
+
+
+def _diagnose(
+    st: State,
+    options: doctor.DoctorOptions,
+    checks: list[Check],
+    incremental: bool,
+    clock_skew: str,
+    run_ids: list[str],
+) -> doctor.Report:
+    """Connect and run the checks (or an incremental pass); any failure raises."""
     with connect(st.target) as conn, contextlib.ExitStack() as sessions:
         helpers = [sessions.enter_context(connect(st.target)) for _ in range(options.jobs - 1)]
         try:
@@ -157,18 +186,34 @@ def doctor_command(
                 with read_only(conn, snapshot=bool(helpers)):
                     world = model.inspect(conn, with_drift=False)
                     world.require_present()
+                    if run_ids:
+                        missing_runs.require_runs(conn, run_ids)
                     report = _run(st.output, conn, world, checks, options, helpers)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "running doctor") from None
-    text = _render(st.output, fmt, report)
+    return report
+
+
+def _say_unknown(st: State, fmt: Format, output_file: Path | None, exc: Exception) -> None:
+    """Doctor could not run: monitoring must hear it. Nagios gets its UNKNOWN line on stdout,
+    the Prometheus textfile is rewritten with exit code 3 (a stale file would keep the last
+    good verdict alive), jsonl a line saying so; the error line on stderr follows as always."""
+    reason = exc.message if isinstance(exc, WfctlError) else f"internal error: {exc}"
+    reason = mask_text(" ".join(reason.split()), st.target.dsn.conninfo)
+    status = exc.status if isinstance(exc, WfctlError) else ExitStatus.UNKNOWN
+    text = ""
+    if fmt is Format.NAGIOS:
+        text = doctor_render.nagios_failure(reason)
+    elif fmt is Format.PROMETHEUS:
+        text = doctor_render.prometheus_failure(reason, int(status), st.target.dsn.masked)
+    elif fmt is Format.JSONL:
+        text = doctor_render.jsonl_failure(reason, int(status), st.target.dsn.masked)
+    if not text:
+        return
     if output_file is not None:
         _write_atomically(output_file, text)
-        st.output.message(f"wrote {output_file}")
-    elif text:
-        st.output.data(text)
-    if fmt is Format.TEXT:
-        st.output.message(doctor_render.summary_line(report))
-    raise typer.Exit(int(report.exit_status))
+    else:
+        st.output.data(text.rstrip("\n"))
 
 
 def _incremental(
@@ -241,13 +286,14 @@ def _run(
         return doctor.run(conn, world, checks, options, on_check, helpers=helpers)
 
 
-def _render(output: Output, fmt: Format, report: doctor.Report) -> str:
+def _render(st: State, fmt: Format, report: doctor.Report) -> str:
+    output = st.output
     if fmt is Format.JSON:
         import json
 
         return json.dumps(report.as_dict(), indent=2, default=str)
     if fmt is Format.JSONL:
-        return "\n".join(doctor_render.jsonl(report))
+        return "\n".join(doctor_render.jsonl(report, st.target.dsn.masked))
     if fmt is Format.PROMETHEUS:
         return doctor_render.prometheus(report)
     if fmt is Format.NAGIOS:
@@ -258,8 +304,6 @@ def _render(output: Output, fmt: Format, report: doctor.Report) -> str:
 
 def _write_atomically(path: Path, text: str) -> None:
     """Write beside the target and rename: the collector never reads a half-written file."""
-    if not path.parent.is_dir():
-        raise UsageError(f"--output: directory {path.parent} does not exist")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -72,13 +72,16 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
         queue = "installed" if world.has_graphile else "not installed"
         lines += [
             f"event key:    ({world.events_key})" if world.events_key else "event key:    none",
-            f"queue:        graphile_worker {queue}",
+            f"queue:        graphile_worker {queue}"
+            + (f"; UNREADABLE: {world.queue_unreadable}" if world.queue_unreadable else ""),
             f"wfctl schema: {'present' if world.has_wfctl else 'absent'}",
             f"migrations:   {len(world.migrations)} recorded"
             + (f", latest {world.migrations[-1]}" if world.migrations else ""),
         ]
         if world.unknown_migrations:
             lines.append(f"unknown:      {', '.join(world.unknown_migrations)}")
+        if world.missing_tables:
+            lines.append(f"INCOMPLETE:   missing {', '.join(world.missing_tables)}")
         if world.drift:
             lines.append(f"catalog drift ({len(world.drift)}):")
             lines += [f"  - {d}" for d in world.drift]

@@ -14,6 +14,7 @@ from wfctl import sql
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
+from wfctl.doctor import missing_runs
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError
 from wfctl.repair import runner, wf135
@@ -153,14 +154,23 @@ def repair(
         try:
             with read_only(conn):
                 world = model.inspect(conn, with_drift=False)
-            world.require_known()
-            if apply:
-                world.require_primary("apply repairs")
-                _preflight(st.output, world, yes)
-                if bootstrap.ensure_audit_schema(conn):
-                    st.output.message("created schema `wfctl` for the repair audit log")
+                world.require_known()
+                if options.run_ids:
+                    missing_runs.require_runs(conn, options.run_ids)
             if unlock is not None and not world.has_graphile:
                 raise UsageError("--unlock-older-than: graphile_worker is not installed here")
+            if unlock is not None and world.queue_unreadable:
+                raise RefusedError(
+                    f"--unlock-older-than: cannot see the queue's locks: {world.queue_unreadable}",
+                    hint="run as the queue's owner or a role with a policy (docs/cli.md, 'Roles');"
+                    " nothing was written",
+                )
+            if apply:
+                world.require_primary("apply repairs")
+                if not yes:
+                    _confirm_plan(st.output, conn, world, options, unlock)
+                if bootstrap.ensure_audit_schema(conn):
+                    st.output.message("created schema `wfctl` for the repair audit log")
             report = runner.repair(
                 conn,
                 world,
@@ -173,16 +183,40 @@ def repair(
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "repairing") from None
     _print(st.output, fmt, report)
-    raise typer.Exit(int(ExitStatus.OK if report.ok else ExitStatus.CRITICAL))
+    if report.interrupted:
+        written = sum(1 for i in report.items if i.outcome == "applied")
+        st.output.message(
+            f"wfctl: interrupted: stopped starting runs; {written} finding(s) repaired before the"
+            " signal are listed above (each run's transaction committed whole or rolled back);"
+            " `wfctl doctor` shows what remains"
+        )
+        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+    raise typer.Exit(int(report.exit_status))
 
 
-def _preflight(output: Output, world: model.World, yes: bool) -> None:
-    if yes:
-        return
+def _confirm_plan(
+    output: Output,
+    conn: psycopg.Connection[Any],
+    world: model.World,
+    options: runner.RepairOptions,
+    unlock: wf135.Unlock | None,
+) -> None:
+    """Show the plan (the dry run, on stderr) and ask; "no" is an answer, not an interruption:
+    exit 0, nothing written."""
     if not sys.stdin.isatty():
         raise UsageError("--apply without a terminal needs --yes")
-    if not typer.confirm(f"Apply repairs to database {world.database!r}?", err=True):
-        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+    plan = runner.repair(conn, world, options, apply=False, unlock=unlock)
+    output.err.print(_text(plan), markup=False, highlight=False)
+    planned = sum(1 for i in plan.items if i.outcome == "planned")
+    refused = sum(1 for i in plan.items if i.outcome == "refused")
+    question = (
+        f"Apply {planned} planned repair(s) to database {world.database!r}"
+        + (f" ({refused} refused as shown)" if refused else "")
+        + "? The apply re-checks each under lock"
+    )
+    if not typer.confirm(question, err=True):
+        output.message("wfctl repair: not applied: nothing written")
+        raise typer.Exit(int(ExitStatus.OK))
 
 
 def _unlock_options(
@@ -206,6 +240,10 @@ def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
     if fmt is Format.JSON:
         output.json(report.as_dict())
         return
+    output.data(_text(report))
+
+
+def _text(report: runner.RepairReport) -> str:
     verb = "applied" if report.applied else "plan (dry run: nothing written)"
     lines = [f"wfctl repair: {verb}"]
     for item in report.items:
@@ -218,9 +256,17 @@ def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
             lines.append(f"    wrote: {', '.join(item.event_ids)} (audit #{item.audit_id})")
     if not report.items:
         lines.append("nothing to repair")
-    if report.applied:
-        lines.append(f"before: {_counts(report.before)}   after: {_counts(report.after)}")
-    output.data("\n".join(lines))
+    if report.applied and report.interrupted:
+        lines.append(f"before: {_counts(report.before)}   after: not measured (interrupted)")
+    elif report.applied:
+        rounds = f" ({report.rounds} rounds)" if report.rounds > 1 else ""
+        lines.append(
+            f"before: {_counts(report.before)}   after: {_counts(report.after)}{rounds}"
+            "   (after: doctor in the same scope, right after)"
+        )
+    if report.unfinished:
+        lines.append(f"not finished: {report.unfinished}")
+    return "\n".join(lines)
 
 
 def _counts(counts: dict[str, int]) -> str:
