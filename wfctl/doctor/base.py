@@ -156,9 +156,7 @@ class Check:
         a candidate that holds (both doctor and the repair's re-check under lock call this)."""
         return Finding(self.code, *row)
 
-    def extra_findings(
-        self, conn: psycopg.Connection[Any], release: Release
-    ) -> Iterator[Finding]:
+    def extra_findings(self, conn: psycopg.Connection[Any], release: Release) -> Iterator[Finding]:
         """Findings computed in Python rather than SQL; none by default."""
         return iter(())
 

@@ -23,9 +23,7 @@ from wfctl.world.releases import Release, later_objects
 class CatalogDriftCheck(Check):
     """Adds the column-by-column catalog comparison, which is Python (catalog.compare)."""
 
-    def extra_findings(
-        self, conn: psycopg.Connection[Any], release: Release
-    ) -> Iterator[Finding]:
+    def extra_findings(self, conn: psycopg.Connection[Any], release: Release) -> Iterator[Finding]:
         later = later_objects(release)
         for d in catalog.compare(conn, release.catalog):
             if d.known:
