@@ -55,7 +55,7 @@ def test_info_names_the_release_and_exits_0(release_world, run_cli) -> None:
     status, out, err = run_cli("--dsn", db.dsn, "info")
     assert status == 0, err
     assert f"world:        @workflow/world-postgres {key}.x world" in out
-    assert f"matches the catalog of @workflow/world-postgres {key}.x" in out
+    assert f"matches the expected catalog of @workflow/world-postgres {key}.x" in out
     assert "upgrade view" in out
 
 
