@@ -87,6 +87,8 @@ class Release:
     sql_variant: str = "beta29"  # which check SQL variant fits (wevt_ ids vs slots)
     next_release: str | None = None  # what `npm install` of the next line would migrate to
     refuses: Mapping[str, str] = field(default_factory=dict)  # action -> why it cannot
+    # Checks that mean nothing on this release, with why (reported not_applicable).
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -135,6 +137,10 @@ _TAGS_41 = _BETA29_TAGS[:10]  # 0000-0009
 _TAGS_43 = (*_BETA29_TAGS[:11], "0015_move_enums_to_workflow_schema")  # 0000-0010 + 0015
 
 _4X_LACKS = OPTIONAL_COLUMNS
+_4X_NOT_APPLICABLE = {
+    "WF131": "4.x re-enqueues a sleeping run's wake-up as a msg_<ULID> job naming no wait, "
+    "so no continuation chain can be told apart (a looping completed wait is WF112)",
+}
 _4X_REFUSES = {
     "new runs": "wfctl's runtime (run, worker, runs fork) writes spec-5 runs with the beta.29 "
     "columns (attributes, error_code, encryption_public_key); a 4.x world has none of them, and "
@@ -187,6 +193,7 @@ R41 = Release(
     },
     next_release="4.3",
     refuses=_4X_REFUSES,
+    not_applicable=_4X_NOT_APPLICABLE,
 )
 
 R43 = Release(
@@ -219,6 +226,7 @@ R43 = Release(
     severities={"WF103": _HOOK_HEALS},
     next_release="beta29",
     refuses=_4X_REFUSES,
+    not_applicable=_4X_NOT_APPLICABLE,
 )
 
 BETA29 = Release(
