@@ -25,6 +25,15 @@ from wfctl.world import catalog, drizzle, releases
 from wfctl.world.releases import Release
 
 KNOWN_ERAS = tuple(releases.RELEASES)
+# `World.kind` for the eras whose phrase predates the release descriptions (and the shapes that
+# are no release); a release without one here is named by its description.
+_PHRASES = {
+    "beta29": "beta.29-shape world (wevt_ event ids, events keyed by id)",
+    "slot": "slot-era world (evnt_ slot ids, events keyed by (run_id, id))",
+    "half-slot": "half-migrated slot world (only part of the key swap is present)",
+    "older": "world whose drizzle journal no known release records (e.g. a partial upgrade)",
+    "unknown": "world of an unknown or newer shape",
+}
 
 
 @dataclass
@@ -74,15 +83,10 @@ class World:
         """One phrase for humans: `slot-era world`, `no world`, ..."""
         if not self.present:
             return "no world"
-        if self.era in ("4.1", "4.3"):
-            return releases.RELEASES[self.era].kind
-        return {
-            "beta29": "beta.29-shape world (wevt_ event ids, events keyed by id)",
-            "slot": "slot-era world (evnt_ slot ids, events keyed by (run_id, id))",
-            "half-slot": "half-migrated slot world (only part of the key swap is present)",
-            "older": "pre-beta.29 world (fewer migrations recorded than beta.29 ships)",
-            "unknown": "world of an unknown or newer shape",
-        }[self.era]
+        phrase = _PHRASES.get(self.era)
+        if phrase is None and self.release is not None:
+            return self.release.kind
+        return phrase or _PHRASES["unknown"]
 
     def as_dict(self) -> dict[str, Any]:
         return {

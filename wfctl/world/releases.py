@@ -18,9 +18,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from wfctl.doctor.base import Severity
 from wfctl.world import drizzle
+
+if TYPE_CHECKING:
+    from wfctl.doctor.base import Check
 
 # Entity writes of the package, by the event they write (run_created, step_completed, ...).
 ALL_WRITES = frozenset(
@@ -145,6 +149,9 @@ _4X_REFUSES = {
     "new runs": "wfctl's runtime (run, worker, runs fork) writes spec-5 runs with the beta.29 "
     "columns (attributes, error_code, encryption_public_key); a 4.x world has none of them, and "
     "its spec-3 runs are driven by the 4.x package itself",
+    "migrate --online": "the slot-era key swap starts from a beta.29 world; bring this one to "
+    "beta.29 with the package's own migrator first (the upgrade view of `wfctl info` shows "
+    "what it would skip)",
 }
 _4X_KEYS = "flow jobs keyed msg_<ULID>; steps run as their own jobs on <prefix>steps"
 _HOOK_HEALS = SeverityRule(
@@ -325,3 +332,21 @@ def later_objects(release: Release) -> dict[tuple[str, str], str]:
     """(kind, name) of what later releases' migrations add to this release's catalog, with
     the release that adds it: on a world upgraded by hand these are not someone else's."""
     return _later_objects(release.key)
+
+
+def check_support(check: Check, release: Release) -> tuple[bool, str]:
+    """Whether `check` applies on `release`, and a short phrase saying how (its severity
+    there and why, or why not): for docs/checks.md and docs/releases.md."""
+    from wfctl.doctor.base import Needs
+
+    if Needs.SLOTS in check.needs and release.key != "slot":
+        return False, "not applicable (slot-era worlds only)"
+    if check.code in release.not_applicable:
+        return False, f"not applicable: {release.not_applicable[check.code]}"
+    lacking = sorted(c for c in check.needs_columns if not release.has_column(c))
+    if lacking:
+        return False, f"not applicable (no {', '.join(lacking)})"
+    rule = release.severity(check.code)
+    if rule is not None:
+        return True, f"{rule.severity.value}: {rule.why}"
+    return True, check.severity.value
