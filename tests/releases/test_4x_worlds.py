@@ -345,3 +345,18 @@ def test_duplicate_reenqueued_wake_ups_collapse_to_one(world_43, cli_json) -> No
             "SELECT count(*) FROM graphile_worker._private_jobs WHERE attempts < max_attempts"
         ).fetchone()
     assert live == (1,)
+
+
+def test_a_hand_upgraded_43_world_is_info_not_drift(world_43, cli_json) -> None:
+    """The beta.29 columns added by hand (what operators did to run beta.29 code paths): the
+    journal is still 4.3.x's, and what a later release adds is information naming it."""
+    with world_43.connect() as conn:
+        conn.execute(
+            "ALTER TABLE workflow.workflow_runs ADD COLUMN error_code varchar;"
+            " ALTER TABLE workflow.workflow_runs ADD COLUMN attributes jsonb;"
+            " ALTER TABLE workflow.workflow_hooks ADD COLUMN is_system boolean"
+        )
+    status, report = cli_json(world_43, "doctor", "--only", "WF151", "--limit", "10")
+    [check] = report["checks"]
+    assert status == 0 and check["status"] == "info", check
+    assert all("later release" in s["detail"] for s in check["samples"])
