@@ -360,3 +360,40 @@ def test_a_hand_upgraded_43_world_is_info_not_drift(world_43, cli_json) -> None:
     [check] = report["checks"]
     assert status == 0 and check["status"] == "info", check
     assert all("later release" in s["detail"] for s in check["samples"])
+
+
+def test_a_dead_workers_step_job_lock_blocks_then_unlock_older_than_releases_it(
+    release_world, cli_json
+) -> None:
+    """On 4.x the step runs as its own `<prefix>steps` job: a worker killed inside the step's
+    completion leaves that job locked (graphile frees it after 4 h). The repair names it and
+    refuses; --unlock-older-than releases it in the heal's transaction."""
+    _, db, world = release_world
+    run_id, step_id = _completed_step_without_event(world, db)
+    body = {"workflowName": rw.WORKFLOW, "workflowRunId": run_id, "workflowStartedAt": 0}
+    step_job = {
+        "op": "queue",
+        "queueName": f"__wkf_step_{rw.STEP}",
+        "message": {**body, "stepId": step_id},
+    }
+    world.ok([step_job])
+    with db.connect() as conn:
+        conn.execute(
+            "UPDATE graphile_worker._private_jobs SET locked_by = 'worker-dead',"
+            " locked_at = now() - interval '40 minutes'"
+        )
+    status, report = cli_json(db, "doctor", "--only", "WF135", "--min-age", "0s")
+    [check] = report["checks"]
+    assert check["count"] == 1 and check["samples"][0]["run_id"] == run_id, check
+    apply = ("repair", "--apply", "--yes", "--reason", "t", *FORCE)
+    status, report = cli_json(db, *apply, "--only", "WF111")
+    assert status == 2 and "--unlock-older-than" in report["items"][0]["reason"], report
+    status, report = cli_json(db, *apply, "--only", "WF111", "--unlock-older-than", "30m")
+    assert status == 0, report
+    codes = sorted((i["code"], i["outcome"]) for i in report["items"])
+    assert codes == [("WF111", "applied"), ("WF135", "applied")]
+    with db.connect() as conn:
+        held = conn.execute(
+            "SELECT count(*) FROM graphile_worker._private_jobs WHERE locked_at IS NOT NULL"
+        ).fetchone()
+    assert held == (0,)
