@@ -95,6 +95,11 @@ class Release:
     not_applicable: Mapping[str, str] = field(default_factory=dict)
 
     @property
+    def label(self) -> str:
+        """Short name in one-line summaries: `4.3.x`, `beta29`, `slot`."""
+        return self.package if self.key[0].isdigit() else self.key
+
+    @property
     def name(self) -> str:
         return f"@workflow/world-postgres {self.package}"
 
