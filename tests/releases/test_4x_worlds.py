@@ -397,3 +397,29 @@ def test_a_dead_workers_step_job_lock_blocks_then_unlock_older_than_releases_it(
             "SELECT count(*) FROM graphile_worker._private_jobs WHERE locked_at IS NOT NULL"
         ).fetchone()
     assert held == (0,)
+
+
+def test_the_upgrade_view_predicts_what_the_real_beta29_migrator_leaves(world_43, cli_json) -> None:
+    """Run the real beta.29 `bootstrap` on a 4.3.7 world: drizzle applies only 0016-0017 (their
+    `when` is newer than 0015's) and skips 0011-0014, as the upgrade view said beforehand. The
+    world is now beta.29's (its newest migration is recorded) without what 0011-0014 add, and
+    WF151 says so (critical: beta.29's writes name those columns)."""
+    from tests.conftest import real_bootstrap
+
+    status, before = cli_json(world_43, "info")
+    assert status == 0 and before["upgrade"]["to"] == "beta29"
+    real_bootstrap(world_43.dsn)
+    with world_43.connect() as conn:
+        world = model.inspect(conn)
+    assert world.era == "beta29"
+    recorded = set(world.migrations)
+    assert set(before["upgrade"]["applies"]) <= recorded
+    assert not set(before["upgrade"]["skips"]) & recorded
+    missing = {d for d in world.drift if d.startswith("missing column")}
+    assert missing == {
+        "missing column workflow.workflow_runs.error_code",
+        "missing column workflow.workflow_runs.attributes",
+        "missing column workflow.workflow_hooks.is_system",
+    }
+    status, report = cli_json(world_43, "doctor", "--only", "WF151")
+    assert status == 2 and report["checks"][0]["status"] == "critical"

@@ -6,8 +6,9 @@ Eras (reference §1.3-1.6):
 - `half-slot`: one of the two slot changes without the other (an interrupted migration);
 - `4.1`, `4.3`: a world of that 4.x release, recognised by exactly the drizzle rows its own
   setup records (0000-0009; 0000-0010 + 0015);
-- `older`: the beta.29 key shape with some other, shorter journal (e.g. a 4.3.x world the
-  beta.29 migrator upgraded in part);
+- `older`: the beta.29 key shape with some other journal lacking beta.29's last migration
+  (e.g. a migration interrupted half-way); a 4.3.x world the beta.29 migrator upgraded is
+  `beta29` with catalog drift (it skips 0011-0014);
 - `unknown`: migrations recorded that wfctl does not know, on a non-slot shape.
 """
 
@@ -31,7 +32,7 @@ _PHRASES = {
     "beta29": "beta.29-shape world (wevt_ event ids, events keyed by id)",
     "slot": "slot-era world (evnt_ slot ids, events keyed by (run_id, id))",
     "half-slot": "half-migrated slot world (only part of the key swap is present)",
-    "older": "world whose drizzle journal no known release records (e.g. a partial upgrade)",
+    "older": "world whose drizzle journal no known release records (an unfinished migration?)",
     "unknown": "world of an unknown or newer shape",
 }
 
