@@ -423,3 +423,25 @@ def test_the_upgrade_view_predicts_what_the_real_beta29_migrator_leaves(world_43
     }
     status, report = cli_json(world_43, "doctor", "--only", "WF151")
     assert status == 2 and report["checks"][0]["status"] == "critical"
+
+
+def test_step_failed_restored_with_its_stack_in_the_release_shape(release_world, cli_json) -> None:
+    """4.x keeps the failure as {message, stack} on the step row and writes `stack` beside
+    `error` in the event: the restored event carries both (4.3.x also `stepName`)."""
+    key, db, world = release_world
+    run_id, step_id = _started_run(world), rw.new_step_id()
+    world.ok(rw.step_ops(run_id, step_id)[:2])
+    data = {"error": "boom", "stack": "Error: boom\n    at work (wf.js:1:1)"}
+    if key == "4.3":
+        data["stepName"] = rw.STEP
+    op = rw.create(run_id, "step_failed", step_id, data)
+    with db.connect() as conn, fail_insert(conn, "workflow_events", run_id, "step_failed"):
+        [result] = world.ops([op])
+    assert not result["ok"]
+    status, report = cli_json(
+        db, "repair", "--apply", "--yes", "--reason", "t", *FORCE, "--only", "WF111"
+    )
+    assert status == 0, report
+    [(_, _, restored)] = [e for e in _log(db, run_id) if e[0] == "step_failed"]
+    assert set(restored) == {"4.1": {"error", "stack"}, "4.3": {"error", "stack", "stepName"}}[key]
+    assert restored["stack"] == data["stack"]

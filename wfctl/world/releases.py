@@ -241,6 +241,13 @@ R43 = Release(
     not_applicable=_4X_NOT_APPLICABLE,
 )
 
+# 5.x step outcomes: what wfctl has always written there (no separate `stack`); every other
+# event keeps every key a repair builds.
+_5X_STEP_OUTCOMES = {
+    "step_failed": ("stepName", "error"),
+    "step_retrying": ("stepName", "error", "retryAfter"),
+}
+
 BETA29 = Release(
     key="beta29",
     package="5.0.0-beta.29",
@@ -248,6 +255,7 @@ BETA29 = Release(
     journal=_BETA29_TAGS,
     catalog="beta29",
     spec_version=5,
+    payload_keys=_5X_STEP_OUTCOMES,
     job_keys="flow jobs keyed msg_<ULID>, wait_<id>:hop-N, step_<id>:backstop:<ms>",
     next_release=None,
 )
@@ -262,6 +270,7 @@ SLOT = Release(
     job_keys="flow jobs keyed msg_<ULID>, wait_<id>:hop-N, step_<id>:backstop:<ms>",
     max_attempts=49,
     transactional=ALL_WRITES,
+    payload_keys=_5X_STEP_OUTCOMES,
     sql_variant="slot",
 )
 
