@@ -91,6 +91,9 @@ class Release:
     sql_variant: str = "beta29"  # which check SQL variant fits (wevt_ ids vs slots)
     next_release: str | None = None  # what `npm install` of the next line would migrate to
     refuses: Mapping[str, str] = field(default_factory=dict)  # action -> why it cannot
+    # Every run is the package's (wfctl's runtime does not run here): a delivery wfctl writes
+    # (hooks resume) must also enqueue the run's wake-up, as the package's resumeHook() does.
+    package_driven: bool = False
     # Checks that mean nothing on this release, with why (reported not_applicable).
     not_applicable: Mapping[str, str] = field(default_factory=dict)
 
@@ -206,6 +209,7 @@ R41 = Release(
     next_release="4.3",
     refuses=_4X_REFUSES,
     not_applicable=_4X_NOT_APPLICABLE,
+    package_driven=True,
 )
 
 R43 = Release(
@@ -239,6 +243,7 @@ R43 = Release(
     next_release="beta29",
     refuses=_4X_REFUSES,
     not_applicable=_4X_NOT_APPLICABLE,
+    package_driven=True,
 )
 
 # 5.x step outcomes: what wfctl has always written there (no separate `stack`); every other
