@@ -262,6 +262,8 @@ BETA29 = Release(
     spec_version=5,
     payload_keys=_5X_STEP_OUTCOMES,
     job_keys="flow jobs keyed msg_<ULID>, wait_<id>:hop-N, step_<id>:backstop:<ms>",
+    # dist/storage.js: 3 transaction sites (step_started plain and lazy, hook_received).
+    transactional=frozenset({"step_started", "hook_received"}),
     next_release=None,
 )
 
