@@ -91,9 +91,10 @@ class Release:
     sql_variant: str = "beta29"  # which check SQL variant fits (wevt_ ids vs slots)
     next_release: str | None = None  # what `npm install` of the next line would migrate to
     refuses: Mapping[str, str] = field(default_factory=dict)  # action -> why it cannot
-    # Every run is the package's (wfctl's runtime does not run here): a delivery wfctl writes
-    # (hooks resume) must also enqueue the run's wake-up, as the package's resumeHook() does.
-    package_driven: bool = False
+    # The package's own runs are woken by a flows job after a delivery (its resumeHook()
+    # enqueues one): a delivery wfctl writes for such a run (hooks resume) enqueues it too.
+    # Set where the job format was checked against the package (4.1.1, 4.3.7, beta.29).
+    wakes_package_runs: bool = False
     # Checks that mean nothing on this release, with why (reported not_applicable).
     not_applicable: Mapping[str, str] = field(default_factory=dict)
 
@@ -209,7 +210,7 @@ R41 = Release(
     next_release="4.3",
     refuses=_4X_REFUSES,
     not_applicable=_4X_NOT_APPLICABLE,
-    package_driven=True,
+    wakes_package_runs=True,
 )
 
 R43 = Release(
@@ -243,7 +244,7 @@ R43 = Release(
     next_release="beta29",
     refuses=_4X_REFUSES,
     not_applicable=_4X_NOT_APPLICABLE,
-    package_driven=True,
+    wakes_package_runs=True,
 )
 
 # 5.x step outcomes: what wfctl has always written there (no separate `stack`); every other
@@ -264,6 +265,7 @@ BETA29 = Release(
     job_keys="flow jobs keyed msg_<ULID>, wait_<id>:hop-N, step_<id>:backstop:<ms>",
     # dist/storage.js: 3 transaction sites (step_started plain and lazy, hook_received).
     transactional=frozenset({"step_started", "hook_received"}),
+    wakes_package_runs=True,
     next_release=None,
 )
 

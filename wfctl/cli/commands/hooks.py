@@ -35,9 +35,10 @@ def resume_hook(
 ) -> None:
     """Record a payload for the hook holding TOKEN (hook_received, in one transaction that
     locks the run). The run continues in the process driving it (`wfctl run ... --wait`), or
-    the next time it is driven (`wfctl run MODULE:WORKFLOW --id RUN_ID`). On a 4.x world,
-    whose runs are the package's, the same transaction enqueues the run's wake-up job on
-    `<prefix>flows` (WORKFLOW_POSTGRES_JOB_PREFIX, default workflow_), as the package does.
+    the next time it is driven (`wfctl run MODULE:WORKFLOW --id RUN_ID`). For a run the
+    package drives (4.x, beta.29 worlds with its queue), the same transaction enqueues the
+    run's wake-up job on `<prefix>flows` (WORKFLOW_POSTGRES_JOB_PREFIX, default workflow_),
+    as the package's resumeHook() does.
     Exit 0 delivered, 2 when the run has ended, 3 when no hook holds the token.
 
     [bold]Examples[/bold]
@@ -58,8 +59,9 @@ def resume_hook(
         woken: list[int] = []
 
         def wake(conn: Any, run_id: str) -> None:
-            if wakeup.needed(world):  # a 4.x run: as the package's resumeHook() does
-                woken.append(wakeup.enqueue(conn, world, run_id, wakeup.job_prefix()))
+            if wakeup.needed(world):  # a package run: as the package's resumeHook() does
+                job = wakeup.enqueue(conn, world, run_id, wakeup.job_prefix())
+                woken.extend([job] if job is not None else [])
 
         try:
             run_id, hook_id = store.resume_hook(token, data, then=wake)
