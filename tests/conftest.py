@@ -155,6 +155,50 @@ def real_bootstrap(dsn: str) -> None:
     )
 
 
+# The 4.x release line: one pinned manifest per release (tests/node4x/<version>), installed
+# into its own folder of the shared cache, keyed by the manifest's content.
+RELEASE_PACKAGES = {"4.1": "4.1.1", "4.3": "4.3.7"}
+
+
+def install_release_package(version: str) -> Path:
+    """npm-install @workflow/world-postgres `version` (4.1.1 or 4.3.7), pinned, once."""
+    src = ROOT / "tests" / "node4x" / version
+    names = [n for n in ("package.json", "package-lock.json") if (src / n).is_file()]
+    digest = hashlib.sha256(b"".join((src / n).read_bytes() for n in names)).hexdigest()
+    folder = ROOT / ".cache" / f"node-world-postgres-{version}-{digest[:12]}"
+    stamp = folder / ".installed"
+    if stamp.is_file() and stamp.read_text() == digest:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(src / name, folder / name)
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=folder,
+        check=True,
+        timeout=600,
+        capture_output=True,
+    )
+    stamp.write_text(digest)
+    return folder
+
+
+def release_setup(dsn: str, version: str) -> None:
+    """The release's own setup: 4.3.x ships `bootstrap` (drizzle + graphile migrate), 4.1.x
+    only `workflow-postgres-setup` (drizzle; graphile appears at the first world.start())."""
+    folder = install_release_package(version)
+    env = {**os.environ, "WORKFLOW_POSTGRES_URL": psycopg_to_url(dsn)}
+    env.pop("DATABASE_URL", None)
+    subprocess.run(
+        ["node", "node_modules/@workflow/world-postgres/bin/setup.js"],
+        cwd=folder,
+        env=env,
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+
+
 def psycopg_to_url(dsn: str) -> str:
     """node-postgres wants a URL; build one from any libpq conninfo (socket hosts included)."""
     parts = psycopg.conninfo.conninfo_to_dict(dsn)
@@ -178,6 +222,52 @@ def real_template(pg_server: Server) -> str:
     db = _create_db(pg_server, prefix="tmpl_real_beta29")
     real_bootstrap(db.dsn)
     return db.name
+
+
+@pytest.fixture(scope="session")
+def release_templates(pg_server: Server) -> dict[str, str]:
+    """{version: template database} of worlds made by each 4.x release's own setup, built on
+    first use (`release_template(version)`); skipped only without node/npm."""
+    return {}
+
+
+def _release_template(server: Server, made: dict[str, str], version: str) -> str:
+    if version not in made:
+        if not node_available():
+            pytest.skip("node/npm not found: the real @workflow/world-postgres cannot be installed")
+        db = _create_db(server, prefix=f"tmpl_real_{version.replace('.', '_')}")
+        release_setup(db.dsn, version)
+        made[version] = db.name
+    return made[version]
+
+
+@pytest.fixture
+def world_41(pg_server: Server, release_templates: dict[str, str]) -> Iterator[Db]:
+    """A clean world made by @workflow/world-postgres 4.1.1's own `workflow-postgres-setup`
+    (drizzle 0000-0009, enums in `public`, no graphile_worker schema yet)."""
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, "4.1.1"))
+    yield db
+    _drop_db(pg_server, db)
+
+
+@pytest.fixture
+def world_43(pg_server: Server, release_templates: dict[str, str]) -> Iterator[Db]:
+    """A clean world made by @workflow/world-postgres 4.3.7's own `bootstrap` (drizzle
+    0000-0010 + 0015, graphile_worker migrated)."""
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, "4.3.7"))
+    yield db
+    _drop_db(pg_server, db)
+
+
+@pytest.fixture(params=["4.1.1", "4.3.7"])
+def world_4x(
+    request: pytest.FixtureRequest, pg_server: Server, release_templates: dict[str, str]
+) -> Iterator[tuple[str, Db]]:
+    """(version, a clean world made by that 4.x release's own setup), for both releases."""
+    version = request.param
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, version))
+    yield version, db
+    _drop_db(pg_server, db)
 
 
 @pytest.fixture

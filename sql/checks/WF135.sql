@@ -17,6 +17,8 @@
 -- lock_reset: graphile's own reset window (wfctl/world/queue_locks.py, 4 hours).
 -- Needs graphile_worker. params: live_only, run_ids, since, min_age, task, own_pids (int[] or
 -- NULL), lock_reset.
+-- Tasks: the world's flows task and its sibling steps task (4.x runs each step as its own
+-- job there, its body naming the run as workflowRunId; other releases have no such jobs).
 WITH runs AS (
     SELECT r.id, r.status IN ('completed', 'failed', 'cancelled') AS ended
     FROM workflow.workflow_runs r
@@ -26,10 +28,11 @@ WITH runs AS (
 ),
 locked AS (
     SELECT j.id, j.key, j.locked_by, j.locked_at, j.attempts, j.max_attempts,
-           convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId' AS run_id
+           coalesce(convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId',
+         convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'workflowRunId') AS run_id
     FROM graphile_worker._private_jobs j
     JOIN graphile_worker._private_tasks t ON t.id = j.task_id
-    WHERE t.identifier LIKE %(task)s
+    WHERE t.identifier IN (%(task)s, regexp_replace(%(task)s, 'flows$', 'steps'))
       AND j.locked_at IS NOT NULL
       AND j.payload ->> 'data' IS NOT NULL
 ),

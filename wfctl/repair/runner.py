@@ -39,7 +39,7 @@ from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
 from wfctl.errors import ExitStatus, RefusedError
 from wfctl.repair import registry, slotlog, verdict, wf135
-from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
+from wfctl.repair.base import Action, Context, Refused, Repair, Superseded, for_release
 from wfctl.world import ids, queue_locks
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
@@ -540,6 +540,7 @@ def _decide(ctx: Context, options: RepairOptions, finding: Finding) -> Action:
     refusals, and the re-check with doctor's SQL and --min-age)."""
     ctx.refuse_row_heal(finding.code)
     action = _repair(options, finding).plan(ctx, finding)
+    action = for_release(action, ctx.world.release_or_default)
     _recheck(ctx, options, finding)
     return action
 
@@ -648,7 +649,7 @@ def _execute(ctx: Context, action: Action) -> list[str]:
                 "message_id": message_id,
                 "workflow_name": ctx.run["name"],
                 "body": body,
-                "max_attempts": 49 if ctx.world.has_event_slots else 3,
+                "max_attempts": ctx.world.release_or_default.max_attempts,
             },
         ).fetchone()
         assert job is not None

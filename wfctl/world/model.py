@@ -4,7 +4,11 @@ Eras (reference §1.3-1.6):
 - `beta29`: events keyed `(id)`, no slot marker table (the shape npm serves today);
 - `slot`: `workflow_event_slots` exists and events are keyed `(run_id, id)` (beta.32+);
 - `half-slot`: one of the two slot changes without the other (an interrupted migration);
-- `older`: the beta.29 key shape with fewer migrations recorded (e.g. a 4.3.7 world);
+- `4.1`, `4.3`: a world of that 4.x release, recognised by exactly the drizzle rows its own
+  setup records (0000-0009; 0000-0010 + 0015);
+- `older`: the beta.29 key shape with some other journal lacking beta.29's last migration
+  (e.g. a migration interrupted half-way); a 4.3.x world the beta.29 migrator upgraded is
+  `beta29` with catalog drift (it skips 0011-0014);
 - `unknown`: migrations recorded that wfctl does not know, on a non-slot shape.
 """
 
@@ -18,9 +22,19 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.errors import RefusedError, WfctlError
-from wfctl.world import catalog, drizzle
+from wfctl.world import catalog, drizzle, releases
+from wfctl.world.releases import Release
 
-KNOWN_ERAS = ("beta29", "slot")
+KNOWN_ERAS = tuple(releases.RELEASES)
+# `World.kind` for the eras whose phrase predates the release descriptions (and the shapes that
+# are no release); a release without one here is named by its description.
+_PHRASES = {
+    "beta29": "beta.29-shape world (wevt_ event ids, events keyed by id)",
+    "slot": "slot-era world (evnt_ slot ids, events keyed by (run_id, id))",
+    "half-slot": "half-migrated slot world (only part of the key swap is present)",
+    "older": "world whose drizzle journal no known release records (an unfinished migration?)",
+    "unknown": "world of an unknown or newer shape",
+}
 # The tables every release line's world has (4.1.x through the slot era): a world missing one
 # is incomplete, and nothing may be written to it (a write would half-apply).
 WORLD_TABLES = tuple(
@@ -71,17 +85,31 @@ class World:
         return self.has_workflow
 
     @property
+    def release(self) -> Release | None:
+        """The release description of this world (None: not a release wfctl knows)."""
+        return releases.get(self.era) if self.present else None
+
+    @property
+    def release_or_default(self) -> Release:
+        """The description checks consult: the world's, else beta.29's (the key shape that
+        `older`/`unknown` worlds share; commands that need a known release refuse first)."""
+        if self.release is not None:
+            return self.release
+        return releases.SLOT if self.has_event_slots else releases.BETA29
+
+    def upgrade(self) -> releases.Upgrade | None:
+        """What the next release's own migrator would do to this world (info only)."""
+        return releases.upgrade(self.migrations, self.release) if self.release else None
+
+    @property
     def kind(self) -> str:
         """One phrase for humans: `slot-era world`, `no world`, ..."""
         if not self.present:
             return "no world"
-        return {
-            "beta29": "beta.29-shape world (wevt_ event ids, events keyed by id)",
-            "slot": "slot-era world (evnt_ slot ids, events keyed by (run_id, id))",
-            "half-slot": "half-migrated slot world (only part of the key swap is present)",
-            "older": "pre-beta.29 world (fewer migrations recorded than beta.29 ships)",
-            "unknown": "world of an unknown or newer shape",
-        }[self.era]
+        phrase = _PHRASES.get(self.era)
+        if phrase is None and self.release is not None:
+            return self.release.kind
+        return phrase or _PHRASES["unknown"]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -91,6 +119,7 @@ class World:
             "standby": self.standby,
             "world": self.present,
             "era": self.era if self.present else None,
+            "release": self.release.as_dict() if self.release else None,
             "kind": self.kind,
             "schemas": {
                 "workflow": self.has_workflow,
@@ -104,6 +133,7 @@ class World:
             "catalog_drift": self.drift,
             "missing_tables": self.missing_tables,
             "queue_hidden_by_rls": self.queue_hidden,
+            "upgrade": (lambda u: u.as_dict() if u else None)(self.upgrade()),
         }
 
     def require_present(self) -> None:
@@ -120,6 +150,16 @@ class World:
             raise RefusedError(
                 f"the server is a read-only standby (pg_is_in_recovery): cannot {doing}",
                 hint="point the DSN at the primary; nothing was written",
+            )
+
+    def require_supports(self, action: str) -> None:
+        """Refuse (exit 2) what this world's release cannot take (`Release.refuses`), with
+        the reason, before anything is written."""
+        reason = self.release.refuses.get(action) if self.release else None
+        if reason:
+            raise RefusedError(
+                f"{self.kind} cannot take {action}: {reason}",
+                hint="nothing was written; `wfctl info` shows the release (docs/releases.md)",
             )
 
     def require_known(self) -> None:
@@ -196,10 +236,16 @@ def _era(has_slots: bool, key: str | None, recorded: list[str], unknown: list[st
         return "half-slot"
     if unknown:
         return "unknown"
+    release = releases.by_journal(recorded)
+    if release is not None:
+        return release.key
     if recorded and drizzle.BETA29[-1].tag not in recorded:
         return "older"
     return "beta29"
 
 
 def _drift_baseline(era: str) -> str:
-    return "slot" if era in ("slot", "half-slot") else "beta29"
+    if era == "half-slot":
+        return "slot"
+    release = releases.get(era)
+    return release.catalog if release else "beta29"
