@@ -25,7 +25,7 @@ import pytest
 
 from tests import judge
 from tests.conftest import ROOT, Db, Server, _create_db
-from tests.corpus import snapshot
+from tests.corpus import snapshot, worlds4
 from tests.corpus.worlds import TERMINAL, World, build_corpus, wait_idle
 from tests.realworld import read_back
 
@@ -35,13 +35,50 @@ RUNTIME_BOUND = 180.0
 FORCE = ("--min-age", "0s", "--force-min-age")
 
 
+class Corpus:
+    """Each release's worlds, built on first use and kept for the session (a test run that
+    selects one release builds only that release's worlds)."""
+
+    def __init__(self, server: Server, request: pytest.FixtureRequest, base: Path) -> None:
+        self.server = server
+        self.request = request
+        self.base = base
+        self.worlds: dict[str, World] = {}
+        self.built: set[str] = set()
+
+    def get(self, key: str) -> World:
+        release = key.split("/")[0]
+        if release not in self.built:
+            self.built.add(release)
+            log_dir = self.base / release
+            log_dir.mkdir()
+            if release == "beta29":
+                template = self.request.getfixturevalue("real_template")
+                folder, _ = judge.build_runtime()
+                self.worlds.update(build_corpus(self.server, template, folder, log_dir))
+            else:
+                template = real_template_4x(self.server, release)
+                self.worlds.update(worlds4.build_corpus(self.server, release, template, log_dir))
+        return self.worlds[key]
+
+
+def real_template_4x(server: Server, release: str) -> str:
+    """A database made by the release's own setup bin (4.3.7 `bootstrap`, 4.1.1
+    `workflow-postgres-setup`), from the same npm install its runtime runs from."""
+    db = _create_db(server, prefix=f"tmpl_real_{release.replace('.', '')}")
+    judge.setup_world(judge.KITS[release], db.dsn)
+    return db.name
+
+
 @pytest.fixture(scope="session")
 def corpus_worlds(
-    pg_server: Server, real_template: str, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, World]:
-    """Both worlds, built once per session (see worlds.build_corpus)."""
-    folder, _ = judge.build_runtime()
-    return build_corpus(pg_server, real_template, folder, tmp_path_factory.mktemp("corpus"))
+    pg_server: Server, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Corpus:
+    """The worlds of every release, each release built on first use (worlds.build_corpus,
+    worlds4.build_corpus)."""
+    if not judge.available():
+        pytest.skip("node/npm not found: no real runtime")
+    return Corpus(pg_server, request, tmp_path_factory.mktemp("corpus"))
 
 
 # --- the trial ---------------------------------------------------------------------------------
@@ -92,6 +129,8 @@ class Trial:
     statuses: dict[str, str | None] = field(default_factory=dict)
     job_locks: list[tuple[str, str]] = field(default_factory=list)  # (run id, worker)
     hop_keys: dict[str, list[str]] = field(default_factory=dict)  # run id -> job keys
+    flow_jobs: dict[str, int] = field(default_factory=dict)  # run id -> live flow jobs
+    tasks: set[str] = field(default_factory=set)  # the task identifiers of the queue's jobs
     doctor: Cli | None = None
     before: dict[str, str] = field(default_factory=dict)
     runs_before: dict[str, Any] = field(default_factory=dict)
@@ -125,14 +164,19 @@ def _state(trial: Trial) -> None:
             "SELECT id, status::text FROM workflow.workflow_runs WHERE id = ANY(%s)", (ids,)
         ).fetchall():
             trial.statuses[run_id] = status
-        for run_id, key, locked_by in conn.execute(
-            f"SELECT {snapshot.JOB_RUN_ID}, j.key, j.locked_by"
-            " FROM graphile_worker._private_jobs j ORDER BY j.id"
+        for run_id, key, locked_by, task, live in conn.execute(
+            f"SELECT {snapshot.JOB_RUN_ID}, j.key, j.locked_by, t.identifier,"
+            " j.locked_at IS NULL AND j.attempts < j.max_attempts"
+            " FROM graphile_worker._private_jobs j"
+            " JOIN graphile_worker._private_tasks t ON t.id = j.task_id ORDER BY j.id"
         ).fetchall():
+            trial.tasks.add(task)
             if locked_by is not None:
                 trial.job_locks.append((run_id, locked_by))
             if key and ":hop-" in key:
                 trial.hop_keys.setdefault(run_id, []).append(key)
+            if live and task.endswith("flows"):
+                trial.flow_jobs[run_id] = trial.flow_jobs.get(run_id, 0) + 1
 
 
 def _timed(trial: Trial, stage: str, args: tuple[str, ...]) -> Cli:
@@ -169,7 +213,8 @@ def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
     # The runtime drives only what the database holds (no startup re-enqueue): a repair
     # that enqueued no wake-up must show as a run that never ends.
     t0 = time.monotonic()
-    rt = judge.Runtime(dsn, log_dir, {"JUDGE_REENQUEUE": "0"}, name=world.name, folder=folder)
+    name = world.name.replace("/", "-")
+    rt = judge.Runtime(dsn, log_dir, {"JUDGE_REENQUEUE": "0"}, name=name, folder=folder)
     rt.start(timeout=120)
     try:
         repaired = trial.apply is not None and trial.apply.report is not None
@@ -200,7 +245,8 @@ def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
     for run_id in all_ids:
         trial.duplicates[run_id] = snapshot.duplicate_events(dsn, run_id)
     t0 = time.monotonic()
-    trial.read = read_back(dsn, all_ids)
+    kit = judge.KITS[world.release]
+    trial.read = read_back(dsn, all_ids, None if kit is judge.BETA29 else kit.cache)
     trial.seconds["read_back"] = time.monotonic() - t0
     log.info("%s trial: %s", world.name, {k: round(v, 1) for k, v in trial.seconds.items()})
     return trial
@@ -211,19 +257,20 @@ class Trials:
     session fixture: pytest keeps one cached value per fixture, so tests alternating between
     worlds would re-run a trial (and its runtime) at every switch."""
 
-    def __init__(self, server: Server, worlds: dict[str, World], base: Path) -> None:
+    def __init__(self, server: Server, corpus: Corpus, base: Path) -> None:
         self.server = server
-        self.worlds = worlds
+        self.corpus = corpus
         self.base = base
         self.done: dict[str, Trial] = {}
 
     def get(self, name: str) -> Trial:
         if name not in self.done:
-            world = self.worlds[name]
+            world = self.corpus.get(name)
             wait_idle(self.server, world.template)
-            db = _create_db(self.server, world.template, prefix=f"corpus_{name}_trial")
-            folder, _ = judge.build_runtime()
-            log_dir = self.base / name
+            tag = name.replace("/", "_").replace(".", "")
+            db = _create_db(self.server, world.template, prefix=f"corpus_{tag}_trial")
+            folder, _ = judge.build_runtime(judge.KITS[world.release])
+            log_dir = self.base / name.replace("/", "-")
             log_dir.mkdir()
             self.done[name] = run_trial(Trial(world, db), folder, log_dir)
         return self.done[name]
@@ -232,13 +279,14 @@ class Trials:
 @pytest.fixture(scope="session")
 def trials(
     pg_server: Server,
-    corpus_worlds: dict[str, World],
+    corpus_worlds: Corpus,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Trials:
     return Trials(pg_server, corpus_worlds, tmp_path_factory.mktemp("trials"))
 
 
-@pytest.fixture(params=["healthy", "faulted"])
+@pytest.fixture
 def trial(request: pytest.FixtureRequest, trials: Trials) -> Trial:
-    """The recorded trial of one world (parametrize indirectly to pick it)."""
+    """The recorded trial of one world, `<release>/<healthy|faulted>` (parametrize
+    indirectly to pick it)."""
     return trials.get(request.param)

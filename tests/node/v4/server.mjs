@@ -7,7 +7,8 @@
 // `workflow_steps`: 4.x runs every step as its own queue job). `world.start()` starts the
 // world's graphile runner, which delivers queue jobs to those routes, and re-enqueues every
 // pending/running run, as any restarted worker does. Env: WORKFLOW_POSTGRES_URL, PORT;
-// JUDGE_REENQUEUE=0 skips the startup re-enqueue; JUDGE_FLOW_DOWN=1 answers every flow
+// JUDGE_REENQUEUE=0 skips the startup re-enqueue, JUDGE_REENQUEUE_ONLY=<runId,..> limits it to
+// those runs; JUDGE_FLOW_DOWN=1 answers every flow
 // delivery 503 (a broken deployment).
 //
 // Test-only endpoints (loopback only), as in the beta.29 server:
@@ -141,7 +142,21 @@ const server = http.createServer(async (req, res) => {
 });
 
 await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
-if (process.env.JUDGE_REENQUEUE === '0') {
+if (process.env.JUDGE_REENQUEUE_ONLY) {
+  // The startup re-enqueue of a restarted worker, limited to the named runs (a restart that
+  // piles one more wake-up onto a sleeper without re-driving the rest of the world).
+  const only = new Set(process.env.JUDGE_REENQUEUE_ONLY.split(','));
+  const list = world.runs.list;
+  world.runs.list = async (params) => {
+    const page = await list.call(world.runs, params);
+    return { ...page, data: page.data.filter((run) => only.has(run.runId)) };
+  };
+  try {
+    await world.start();
+  } finally {
+    world.runs.list = list;
+  }
+} else if (process.env.JUDGE_REENQUEUE === '0') {
   const list = world.runs.list;
   world.runs.list = async () => ({ data: [], hasMore: false, cursor: null });
   try {
