@@ -155,6 +155,50 @@ def real_bootstrap(dsn: str) -> None:
     )
 
 
+# The 4.x release line: one pinned manifest per release (tests/node4x/<version>), installed
+# into its own folder of the shared cache, keyed by the manifest's content.
+RELEASE_PACKAGES = {"4.1": "4.1.1", "4.3": "4.3.7"}
+
+
+def install_release_package(version: str) -> Path:
+    """npm-install @workflow/world-postgres `version` (4.1.1 or 4.3.7), pinned, once."""
+    src = ROOT / "tests" / "node4x" / version
+    names = [n for n in ("package.json", "package-lock.json") if (src / n).is_file()]
+    digest = hashlib.sha256(b"".join((src / n).read_bytes() for n in names)).hexdigest()
+    folder = ROOT / ".cache" / f"node-world-postgres-{version}-{digest[:12]}"
+    stamp = folder / ".installed"
+    if stamp.is_file() and stamp.read_text() == digest:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(src / name, folder / name)
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=folder,
+        check=True,
+        timeout=600,
+        capture_output=True,
+    )
+    stamp.write_text(digest)
+    return folder
+
+
+def release_setup(dsn: str, version: str) -> None:
+    """The release's own setup: 4.3.x ships `bootstrap` (drizzle + graphile migrate), 4.1.x
+    only `workflow-postgres-setup` (drizzle; graphile appears at the first world.start())."""
+    folder = install_release_package(version)
+    env = {**os.environ, "WORKFLOW_POSTGRES_URL": psycopg_to_url(dsn)}
+    env.pop("DATABASE_URL", None)
+    subprocess.run(
+        ["node", "node_modules/@workflow/world-postgres/bin/setup.js"],
+        cwd=folder,
+        env=env,
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+
+
 def psycopg_to_url(dsn: str) -> str:
     """node-postgres wants a URL; build one from any libpq conninfo (socket hosts included)."""
     parts = psycopg.conninfo.conninfo_to_dict(dsn)

@@ -13,11 +13,14 @@ import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from wfctl.clock import timestamp
+
+if TYPE_CHECKING:
+    from wfctl.world.releases import Release
 
 # The 25 rule names of upstream's own consistency checker (vercel/workflow
 # workbench/sim-world): a shared vocabulary with the maintainers. A check names the rules it covers
@@ -76,7 +79,7 @@ class Status(enum.StrEnum):
     INFO = "info"
     IN_FLIGHT = "in_flight"  # only findings younger than --min-age: a write may be landing
     UNKNOWN = "unknown"  # the check could not run (privilege, timeout, error)
-    NOT_APPLICABLE = "not_applicable"  # wrong era, or no queue installed
+    NOT_APPLICABLE = "not_applicable"  # wrong era, a column the release lacks, no queue
 
 
 class Needs(enum.StrEnum):
@@ -130,8 +133,11 @@ class Check:
     remedy: str
     explanation: Explanation
     needs: frozenset[Needs] = frozenset()
-    # An era-specific SQL variant, e.g. {"beta29": "checks/WF121.beta29"}.
+    # A SQL variant per id scheme (Release.sql_variant), e.g. {"beta29": "checks/WF121.beta29"}.
     sql_by_era: dict[str, str] = field(default_factory=dict)
+    # Columns (`table.column`, schema workflow) its SQL reads that some releases lack: the
+    # check is not applicable on those (wfctl.world.releases.OPTIONAL_COLUMNS).
+    needs_columns: frozenset[str] = frozenset()
     # Upstream consistency-checker rule names this check covers (each one of UPSTREAM_RULES);
     # empty when upstream has no such rule (queue, catalog and slot-numbering families).
     upstream_rules: tuple[str, ...] = ()
@@ -150,7 +156,7 @@ class Check:
         a candidate that holds (both doctor and the repair's re-check under lock call this)."""
         return Finding(self.code, *row)
 
-    def extra_findings(self, conn: psycopg.Connection[Any], era: str) -> Iterator[Finding]:
+    def extra_findings(self, conn: psycopg.Connection[Any], release: Release) -> Iterator[Finding]:
         """Findings computed in Python rather than SQL; none by default."""
         return iter(())
 

@@ -16,6 +16,7 @@ the history checks' scans and aggregates use more than one core.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import threading
 import time
@@ -33,6 +34,7 @@ from wfctl.clock import timestamp
 from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Status
 from wfctl.errors import ExitStatus
 from wfctl.world.model import World
+from wfctl.world.releases import Release
 
 REPORT_SCHEMA_VERSION = 1
 FETCH_SIZE = 2000
@@ -72,8 +74,14 @@ class DoctorOptions:
             "min_age": self.min_age,
             "attempt_threshold": self.attempt_threshold,
             "task": f"{self.job_prefix}flows",
+            # Every task the release's workers run (4.x: flows and steps); runner.run sets it.
+            "tasks": [f"{self.job_prefix}flows"],
             "own_pids": None,  # the doctor's sessions (runner.run fills it in)
         }
+
+    def params_for(self, release: Release) -> dict[str, Any]:
+        """`params()` with the release's queue tasks."""
+        return {**self.params(), "tasks": release.tasks(self.job_prefix)}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +139,7 @@ class Report:
                 "server_version": self.world.server_version,
                 "standby": self.world.standby,
                 "era": self.world.era,
+                "release": self.world.release.name if self.world.release else None,
                 "graphile_worker": self.world.has_graphile,
             },
             "options": self.options.as_dict(),
@@ -145,8 +154,9 @@ class Report:
 
 
 def sql_era(world: World) -> str:
-    """Which SQL variant fits: slot-era SQL needs the marker table."""
-    return "slot" if world.has_event_slots else "beta29"
+    """Which SQL variant fits: slot-era SQL needs the marker table; every other release
+    numbers events with wevt_ ids (the beta.29 variants)."""
+    return "slot" if world.has_event_slots else world.release_or_default.sql_variant
 
 
 def run(
@@ -168,7 +178,10 @@ def run(
     report = Report(world, options)
     started = time.perf_counter()
     sessions = [conn, *helpers]
-    params = {**options.params(), "own_pids": [s.info.backend_pid for s in sessions]}
+    params = {
+        **options.params_for(world.release_or_default),
+        "own_pids": [s.info.backend_pid for s in sessions],
+    }
     era = sql_era(world)
     with _joined(conn, helpers):
         if options.work_mem:
@@ -283,10 +296,12 @@ def _run_one(
                     finding = check.finding(row)
                     if finding is None:
                         continue
+                    finding = weigh(finding, world)
                     result.add(finding, limit)
                     if on_finding:
                         on_finding(finding)
-            for finding in check.extra_findings(conn, era):
+            for finding in check.extra_findings(conn, world.release_or_default):
+                finding = weigh(finding, world)
                 result.add(finding, limit)
                 if on_finding:
                     on_finding(finding)
@@ -314,9 +329,25 @@ def empty_result(check: Check, world: World) -> CheckResult:
     return result
 
 
+def weigh(finding: Finding, world: World) -> Finding:
+    """The finding's weight on this world's release: what that runtime does next (a 4.1.x
+    hook row without hook_created fails the run; on 4.3.x the next replay heals it)."""
+    rule = world.release_or_default.severity(finding.code)
+    if rule is None or finding.severity is not None:
+        return finding
+    release = world.release_or_default.package
+    return dataclasses.replace(
+        finding, severity=rule.severity, detail=f"{finding.detail} ({release}: {rule.why})"
+    )
+
+
 def _missing_needs(check: Check, world: World) -> str:
     if Needs.SLOTS in check.needs and not world.has_event_slots:
         return "slot-era worlds only"
+    release = world.release_or_default
+    lacking = sorted(c for c in check.needs_columns if not release.has_column(c))
+    if lacking:
+        return f"{release.name} has no {', '.join(lacking)}"
     if Needs.QUEUE in check.needs and not world.has_graphile:
         return "graphile_worker not installed"
     return ""

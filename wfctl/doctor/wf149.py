@@ -66,6 +66,7 @@ CHECK = AttributesCheck(
     title="run attributes differ from the log",
     severity=Severity.WARNING,
     upstream_rules=("run.attributes-match-log",),
+    needs_columns=frozenset({"workflow_runs.attributes"}),
     remedy="wfctl repair --apply --only WF149 (the row is set to the log's fold)",
     explanation=Explanation(
         meaning="workflow_runs.attributes is not what the run's log folds to: run_created's "

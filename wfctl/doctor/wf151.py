@@ -16,16 +16,21 @@ import psycopg
 
 from wfctl.doctor.base import Check, Explanation, Finding, Severity
 from wfctl.world import catalog
+from wfctl.world.releases import Release, later_objects
 
 
 @dataclass(frozen=True)
 class CatalogDriftCheck(Check):
     """Adds the column-by-column catalog comparison, which is Python (catalog.compare)."""
 
-    def extra_findings(self, conn: psycopg.Connection[Any], era: str) -> Iterator[Finding]:
-        for d in catalog.compare(conn, "slot" if era == "slot" else "beta29"):
+    def extra_findings(self, conn: psycopg.Connection[Any], release: Release) -> Iterator[Finding]:
+        later = later_objects(release)
+        for d in catalog.compare(conn, release.catalog):
             if d.known:
                 severity, detail = Severity.INFO, f"{d.text} (added by upstream {d.known})"
+            elif d.change == "unexpected" and (d.kind, d.name) in later:
+                severity = Severity.INFO
+                detail = f"{d.text} (made by a later release: {later[(d.kind, d.name)]})"
             elif d.change == "unexpected":
                 detail = f"{d.text}: not made by any @workflow/world-postgres migration wfctl knows"
                 severity = Severity.WARNING
@@ -41,7 +46,9 @@ CHECK = CatalogDriftCheck(
     upstream_rules=("log.unique-event-id", "step.created-once", "wait.created-once"),
     remedy="report only: add what the skipped migrations add (see --explain WF151)",
     explanation=Explanation(
-        meaning="The live catalog lacks what the recorded migrations promise (a column, an "
+        meaning="Compared with the catalog the world's own release makes (4.1.x, 4.3.x, "
+        "beta.29, slot era: each captured from that package's own migrations). "
+        "The live catalog lacks what the recorded migrations promise (a column, an "
         "index, an index predicate, an enum label), or an index is INVALID (critical). "
         "Objects a newer upstream migration adds (0018-0027: hook token retention, event "
         "slots, keyed stream append, invocations, resume ids, claimed_from, seq_in_band, "

@@ -4,7 +4,10 @@ Eras (reference §1.3-1.6):
 - `beta29`: events keyed `(id)`, no slot marker table (the shape npm serves today);
 - `slot`: `workflow_event_slots` exists and events are keyed `(run_id, id)` (beta.32+);
 - `half-slot`: one of the two slot changes without the other (an interrupted migration);
-- `older`: the beta.29 key shape with fewer migrations recorded (e.g. a 4.3.7 world);
+- `4.1`, `4.3`: a world of that 4.x release, recognised by exactly the drizzle rows its own
+  setup records (0000-0009; 0000-0010 + 0015);
+- `older`: the beta.29 key shape with some other, shorter journal (e.g. a 4.3.x world the
+  beta.29 migrator upgraded in part);
 - `unknown`: migrations recorded that wfctl does not know, on a non-slot shape.
 """
 
@@ -18,9 +21,10 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.errors import RefusedError, WfctlError
-from wfctl.world import catalog, drizzle
+from wfctl.world import catalog, drizzle, releases
+from wfctl.world.releases import Release
 
-KNOWN_ERAS = ("beta29", "slot")
+KNOWN_ERAS = tuple(releases.RELEASES)
 
 
 @dataclass
@@ -49,10 +53,29 @@ class World:
         return self.has_workflow
 
     @property
+    def release(self) -> Release | None:
+        """The release description of this world (None: not a release wfctl knows)."""
+        return releases.get(self.era) if self.present else None
+
+    @property
+    def release_or_default(self) -> Release:
+        """The description checks consult: the world's, else beta.29's (the key shape that
+        `older`/`unknown` worlds share; commands that need a known release refuse first)."""
+        if self.release is not None:
+            return self.release
+        return releases.SLOT if self.has_event_slots else releases.BETA29
+
+    def upgrade(self) -> releases.Upgrade | None:
+        """What the next release's own migrator would do to this world (info only)."""
+        return releases.upgrade(self.migrations, self.release) if self.release else None
+
+    @property
     def kind(self) -> str:
         """One phrase for humans: `slot-era world`, `no world`, ..."""
         if not self.present:
             return "no world"
+        if self.era in ("4.1", "4.3"):
+            return releases.RELEASES[self.era].kind
         return {
             "beta29": "beta.29-shape world (wevt_ event ids, events keyed by id)",
             "slot": "slot-era world (evnt_ slot ids, events keyed by (run_id, id))",
@@ -69,6 +92,7 @@ class World:
             "standby": self.standby,
             "world": self.present,
             "era": self.era if self.present else None,
+            "release": self.release.as_dict() if self.release else None,
             "kind": self.kind,
             "schemas": {
                 "workflow": self.has_workflow,
@@ -80,6 +104,7 @@ class World:
             "migrations": self.migrations,
             "unknown_migrations": self.unknown_migrations,
             "catalog_drift": self.drift,
+            "upgrade": (lambda u: u.as_dict() if u else None)(self.upgrade()),
         }
 
     def require_present(self) -> None:
@@ -155,10 +180,16 @@ def _era(has_slots: bool, key: str | None, recorded: list[str], unknown: list[st
         return "half-slot"
     if unknown:
         return "unknown"
+    release = releases.by_journal(recorded)
+    if release is not None:
+        return release.key
     if recorded and drizzle.BETA29[-1].tag not in recorded:
         return "older"
     return "beta29"
 
 
 def _drift_baseline(era: str) -> str:
-    return "slot" if era in ("slot", "half-slot") else "beta29"
+    if era == "half-slot":
+        return "slot"
+    release = releases.get(era)
+    return release.catalog if release else "beta29"

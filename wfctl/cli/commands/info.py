@@ -79,11 +79,23 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
         ]
         if world.unknown_migrations:
             lines.append(f"unknown:      {', '.join(world.unknown_migrations)}")
+        release = world.release
+        if release is not None:
+            lacks = f"; lacks {', '.join(sorted(release.lacks))}" if release.lacks else ""
+            lines.append(
+                f"release:      {release.name} (spec {release.spec_version or 'per run'}; "
+                f"queue tasks {', '.join(release.tasks('<prefix>'))}{lacks})"
+            )
         if world.drift:
             lines.append(f"catalog drift ({len(world.drift)}):")
             lines += [f"  - {d}" for d in world.drift]
         else:
-            lines.append("catalog:      matches the expected catalog for this era")
+            what = release.name if release else "this era"
+            lines.append(f"catalog:      matches the catalog of {what}")
+        upgrade = world.upgrade()
+        if upgrade is not None:
+            lines.append("upgrade view (information; nothing is changed):")
+            lines += [f"  - {line}" for line in upgrade.lines()]
         lines += _spec_lines(report["spec_versions"])
     write("\n".join(lines))
 
