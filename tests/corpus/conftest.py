@@ -249,7 +249,69 @@ def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
     trial.read = read_back(dsn, all_ids, None if kit is judge.BETA29 else kit.cache)
     trial.seconds["read_back"] = time.monotonic() - t0
     log.info("%s trial: %s", world.name, {k: round(v, 1) for k, v in trial.seconds.items()})
+    table = figures(trial)
+    log.info("%s figures: %s", world.name, table)
+    if os.environ.get("WFCTL_CORPUS_FIGURES"):  # one JSON line per world (docs/corpus.md)
+        with open(os.environ["WFCTL_CORPUS_FIGURES"], "a") as fh:
+            fh.write(json.dumps({"world": world.name, **table}) + "\n")
     return trial
+
+
+def figures(trial: Trial) -> dict[str, Any]:
+    """The world's row of the corpus table (docs/corpus.md): corrupt runs detected with their
+    code, healthy runs flagged (false positives), repairable runs healed (doctor has nothing
+    for them after the apply), corrupt runs the runtime then brought to their workflow's end
+    (with its value), healthy runs byte-identical through the repair; and per corrupt run
+    which of those it missed."""
+    world = trial.world
+    before = findings(trial.doctor.report if trial.doctor else None)
+    after = findings(trial.doctor_after.report if trial.doctor_after else None)
+    corrupt = list(world.corrupt().values())
+    repairable = [r for r in corrupt if r.repairable]
+    ending = [r for r in corrupt if r.end is not None]
+    missed: dict[str, list[str]] = {}
+
+    def miss(run_label: str, what: str) -> None:
+        missed.setdefault(run_label, []).append(what)
+
+    detected = 0
+    for run in corrupt:
+        found = before.get(run.run_id, set())
+        if found and run.codes <= found:
+            detected += 1
+        else:
+            miss(run.label, f"detected {sorted(found)}")
+    healed = 0
+    for run in repairable:
+        if run.run_id in before and not after.get(run.run_id):
+            healed += 1
+        else:
+            miss(run.label, f"after repair {sorted(after.get(run.run_id, set()))}")
+    finished = 0
+    for run in ending:
+        ok = trial.final.get(run.run_id) == run.end and (
+            run.end != "completed" or trial.values.get(run.run_id) == run.value
+        )
+        finished += ok
+        if not ok:
+            miss(run.label, f"ended {trial.final.get(run.run_id)}")
+    healthy = world.healthy()
+    flagged = sorted(f"{r.label}:{','.join(sorted(before[r.run_id]))}"
+                     for r in healthy.values() if r.run_id in before)  # fmt: skip
+    untouched = sum(
+        trial.runs_before.get(r) == trial.runs_after_apply.get(r) and bool(trial.runs_after_apply)
+        for r in healthy
+    )
+    return {
+        "detected": f"{detected}/{len(corrupt)}",
+        "false_positives": len(flagged),
+        "flagged_healthy": flagged,
+        "healed": f"{healed}/{len(repairable)}",
+        "finished": f"{finished}/{len(ending)}",
+        "untouched": f"{untouched}/{len(healthy)}",
+        "missed": missed,
+        "apply_status": trial.apply.status if trial.apply else None,
+    }
 
 
 class Trials:

@@ -24,9 +24,8 @@ import json
 import pytest
 
 from tests import judge
-from tests.corpus import snapshot
+from tests.corpus import snapshot, worlds4
 from tests.corpus.conftest import Trial, findings
-from tests.corpus import worlds4
 from tests.corpus.worlds import CRASHES, TERMINAL, Run
 
 pytestmark = [
