@@ -224,6 +224,52 @@ def real_template(pg_server: Server) -> str:
     return db.name
 
 
+@pytest.fixture(scope="session")
+def release_templates(pg_server: Server) -> dict[str, str]:
+    """{version: template database} of worlds made by each 4.x release's own setup, built on
+    first use (`release_template(version)`); skipped only without node/npm."""
+    return {}
+
+
+def _release_template(server: Server, made: dict[str, str], version: str) -> str:
+    if version not in made:
+        if not node_available():
+            pytest.skip("node/npm not found: the real @workflow/world-postgres cannot be installed")
+        db = _create_db(server, prefix=f"tmpl_real_{version.replace('.', '_')}")
+        release_setup(db.dsn, version)
+        made[version] = db.name
+    return made[version]
+
+
+@pytest.fixture
+def world_41(pg_server: Server, release_templates: dict[str, str]) -> Iterator[Db]:
+    """A clean world made by @workflow/world-postgres 4.1.1's own `workflow-postgres-setup`
+    (drizzle 0000-0009, enums in `public`, no graphile_worker schema yet)."""
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, "4.1.1"))
+    yield db
+    _drop_db(pg_server, db)
+
+
+@pytest.fixture
+def world_43(pg_server: Server, release_templates: dict[str, str]) -> Iterator[Db]:
+    """A clean world made by @workflow/world-postgres 4.3.7's own `bootstrap` (drizzle
+    0000-0010 + 0015, graphile_worker migrated)."""
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, "4.3.7"))
+    yield db
+    _drop_db(pg_server, db)
+
+
+@pytest.fixture(params=["4.1.1", "4.3.7"])
+def world_4x(
+    request: pytest.FixtureRequest, pg_server: Server, release_templates: dict[str, str]
+) -> Iterator[tuple[str, Db]]:
+    """(version, a clean world made by that 4.x release's own setup), for both releases."""
+    version = request.param
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, version))
+    yield version, db
+    _drop_db(pg_server, db)
+
+
 @pytest.fixture
 def empty_db(pg_server: Server) -> Iterator[Db]:
     db = _create_db(pg_server)

@@ -316,11 +316,13 @@ def clean_world_ops() -> tuple[dict[str, str], list[Op]]:
 class RealWorld:
     """The real package, pointed at one database (a libpq conninfo or URL)."""
 
-    def __init__(self, dsn: str, timeout: float = 120.0) -> None:
+    def __init__(self, dsn: str, timeout: float = 120.0, folder: Path | None = None) -> None:
+        """`folder`: another installed package to drive (conftest.install_release_package,
+        a 4.x release); by default the beta.29 package."""
         self.dsn = dsn
         self.url = dsn if "://" in dsn else psycopg_to_url(dsn)
         self.timeout = timeout
-        self.folder = install_real_package()
+        self.folder = folder or install_real_package()
 
     def _env(self) -> dict[str, str]:
         env = {**os.environ, "WORKFLOW_POSTGRES_URL": self.url}

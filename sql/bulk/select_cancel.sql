@@ -5,7 +5,9 @@
 -- created_at is a DB-default column (session wall clock): compared with localtimestamp.
 -- params: run_ids (text[] or NULL), statuses (text[] or NULL), workflow (LIKE pattern or
 --         NULL), older_than / newer_than (interval or NULL), error_code (text or NULL)
-SELECT r.id, r.status::text AS status, r.name, r.created_at, r.error_code
+-- error_code / attributes (beta.29 on) are read from the row's jsonb form: NULL on a 4.x world.
+SELECT r.id, r.status::text AS status, r.name, r.created_at,
+       to_jsonb(r) ->> 'error_code' AS error_code
 FROM workflow.workflow_runs r
 WHERE r.status IN ('pending', 'running')
   AND (%(run_ids)s::text[] IS NULL OR r.id = ANY (%(run_ids)s::text[]))
@@ -13,5 +15,5 @@ WHERE r.status IN ('pending', 'running')
   AND (%(workflow)s::text IS NULL OR r.name LIKE %(workflow)s::text)
   AND (%(older_than)s::interval IS NULL OR r.created_at < localtimestamp - %(older_than)s::interval)
   AND (%(newer_than)s::interval IS NULL OR r.created_at >= localtimestamp - %(newer_than)s::interval)
-  AND (%(error_code)s::text IS NULL OR r.error_code = %(error_code)s::text)
+  AND (%(error_code)s::text IS NULL OR to_jsonb(r) ->> 'error_code' = %(error_code)s::text)
 ORDER BY r.created_at, r.id;

@@ -13,6 +13,8 @@
 -- `timestamp` as UTC wall time (as drizzle writes JS dates) and a `timestamptz` (upstream
 -- 0026) as itself, so the gate is right on servers outside UTC for both.
 -- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
+-- Tasks: the world's flows task and its sibling steps task (4.x runs each step as its own
+-- job there, its body naming the run as workflowRunId; other releases have no such jobs).
 WITH runs AS (
     SELECT r.id, r.name, r.status, r.updated_at
     FROM workflow.workflow_runs r
@@ -21,11 +23,13 @@ WITH runs AS (
       AND (%(since)s::interval IS NULL OR r.created_at >= localtimestamp - %(since)s::interval)
 ),
 job_runs AS (
-    SELECT DISTINCT convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId'
-           AS run_id
+    SELECT DISTINCT coalesce(x.b ->> 'runId', x.b ->> 'workflowRunId') AS run_id
     FROM graphile_worker._private_jobs j
     JOIN graphile_worker._private_tasks t ON t.id = j.task_id
-    WHERE t.identifier LIKE %(task)s
+    CROSS JOIN LATERAL (
+        SELECT convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb AS b
+    ) x
+    WHERE t.identifier IN (%(task)s, regexp_replace(%(task)s, 'flows$', 'steps'))
       AND j.attempts < j.max_attempts
       AND j.payload ->> 'data' IS NOT NULL
 )

@@ -13,6 +13,8 @@
 -- client sessions are connected to the database (0: no worker process is connected at all).
 -- Released by `wfctl repair --apply --unlock-older-than AGE` (see wfctl/repair/wf135.py).
 -- Needs graphile_worker. params: live_only, run_ids, since, min_age, task, own_pids (int[] or NULL).
+-- Tasks: the world's flows task and its sibling steps task (4.x runs each step as its own
+-- job there, its body naming the run as workflowRunId; other releases have no such jobs).
 WITH runs AS (
     SELECT r.id
     FROM workflow.workflow_runs r
@@ -22,10 +24,11 @@ WITH runs AS (
 ),
 locked AS (
     SELECT j.id, j.key, j.locked_by, j.locked_at, j.attempts, j.max_attempts,
-           convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId' AS run_id
+           coalesce(convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId',
+         convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'workflowRunId') AS run_id
     FROM graphile_worker._private_jobs j
     JOIN graphile_worker._private_tasks t ON t.id = j.task_id
-    WHERE t.identifier LIKE %(task)s
+    WHERE t.identifier IN (%(task)s, regexp_replace(%(task)s, 'flows$', 'steps'))
       AND j.locked_at IS NOT NULL
       AND j.payload ->> 'data' IS NOT NULL
 ),

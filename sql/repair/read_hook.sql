@@ -1,5 +1,7 @@
 -- read_hook: lock_hook without the lock, for dry runs.
+-- is_system (beta.29 on) is read from the row's jsonb form: NULL on a 4.x world.
 -- params: run_id, hook_id
-SELECT hook_id, token, is_webhook, is_system, metadata_cbor, spec_version
-FROM workflow.workflow_hooks
-WHERE run_id = %(run_id)s AND hook_id = %(hook_id)s;
+SELECT h.hook_id, h.token, h.is_webhook, (to_jsonb(h) ->> 'is_system')::boolean AS is_system,
+       h.metadata_cbor, h.spec_version
+FROM workflow.workflow_hooks h
+WHERE h.run_id = %(run_id)s AND h.hook_id = %(hook_id)s;

@@ -4,13 +4,16 @@
 -- Only the world's own task: a shared graphile schema may hold other applications' jobs.
 -- With --run, only the locks of those runs.
 -- params: task, older_than (interval or NULL), workers (text[] or NULL), run_ids (text[] or NULL)
+-- Tasks: the world's flows task and its sibling steps task (4.x runs each step as its own
+-- job there, its body naming the run as workflowRunId; other releases have no such jobs).
 SELECT j.id, j.key, j.locked_by, j.locked_at, now() - j.locked_at AS held, x.run_id
 FROM graphile_worker._private_jobs j
 JOIN graphile_worker._private_tasks t ON t.id = j.task_id
 CROSS JOIN LATERAL (
-    SELECT convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId' AS run_id
+    SELECT coalesce(convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId',
+         convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'workflowRunId') AS run_id
 ) x
-WHERE t.identifier = %(task)s
+WHERE t.identifier IN (%(task)s, regexp_replace(%(task)s, 'flows$', 'steps'))
   AND j.locked_at IS NOT NULL
   AND j.payload ->> 'data' IS NOT NULL
   AND ((%(older_than)s::interval IS NOT NULL AND j.locked_at < now() - %(older_than)s::interval)

@@ -34,7 +34,6 @@ from wfctl.clock import timestamp
 from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Status
 from wfctl.errors import ExitStatus
 from wfctl.world.model import World
-from wfctl.world.releases import Release
 
 REPORT_SCHEMA_VERSION = 1
 FETCH_SIZE = 2000
@@ -74,14 +73,8 @@ class DoctorOptions:
             "min_age": self.min_age,
             "attempt_threshold": self.attempt_threshold,
             "task": f"{self.job_prefix}flows",
-            # Every task the release's workers run (4.x: flows and steps); runner.run sets it.
-            "tasks": [f"{self.job_prefix}flows"],
             "own_pids": None,  # the doctor's sessions (runner.run fills it in)
         }
-
-    def params_for(self, release: Release) -> dict[str, Any]:
-        """`params()` with the release's queue tasks."""
-        return {**self.params(), "tasks": release.tasks(self.job_prefix)}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -179,7 +172,7 @@ def run(
     started = time.perf_counter()
     sessions = [conn, *helpers]
     params = {
-        **options.params_for(world.release_or_default),
+        **options.params(),
         "own_pids": [s.info.backend_pid for s in sessions],
     }
     era = sql_era(world)

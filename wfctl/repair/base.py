@@ -8,6 +8,7 @@ actions, or a `Refused` with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ from wfctl.doctor import specs
 from wfctl.doctor.base import Finding
 from wfctl.world import codec
 from wfctl.world.model import World
+from wfctl.world.releases import Release
 from wfctl.world.writer import EventWriter
 
 
@@ -128,6 +130,16 @@ class Context:
 def utc(value: datetime | None) -> datetime | None:
     """JS-written timestamp columns hold UTC wall time without a zone: attach it."""
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+def for_release(action: Action, release: Release) -> Action:
+    """The action's events in the world release's payload shapes: each carries the keys that
+    release's replay reads, no more (4.1.x: step_completed only `result`, wait_completed no
+    payload). Repairs build the fullest payload they can; this is where it is cut down."""
+    if not action.events:
+        return action
+    events = [dataclasses.replace(e, data=release.shape(e.type, e.data)) for e in action.events]
+    return dataclasses.replace(action, events=events)
 
 
 class Rewrite(Protocol):

@@ -39,7 +39,7 @@ from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
 from wfctl.errors import RefusedError
 from wfctl.repair import registry, slotlog, wf135
-from wfctl.repair.base import Action, Context, Refused, Repair, Superseded
+from wfctl.repair.base import Action, Context, Refused, Repair, Superseded, for_release
 from wfctl.world import ids
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
@@ -342,6 +342,7 @@ def _plan_run(
             try:
                 ctx.refuse_row_heal(finding.code)
                 action = _repair(options, finding).plan(ctx, finding)
+                action = for_release(action, world.release_or_default)
                 scheme = ""
                 if action.events:
                     rewritten = f"slot (after the {ctx.rewritten} rewrite)" if ctx.rewritten else ""
@@ -474,6 +475,7 @@ def _apply_one(
         with scope:
             ctx.refuse_row_heal(finding.code)
             action = _repair(options, finding).plan(ctx, finding)
+            action = for_release(action, ctx.world.release_or_default)
             _recheck(ctx, options, finding)
             written = _execute(ctx, action)
             audit = _audit(ctx, finding, reason, action, written)
@@ -551,7 +553,7 @@ def _execute(ctx: Context, action: Action) -> list[str]:
                 "message_id": message_id,
                 "workflow_name": ctx.run["name"],
                 "body": body,
-                "max_attempts": 49 if ctx.world.has_event_slots else 3,
+                "max_attempts": ctx.world.release_or_default.max_attempts,
             },
         ).fetchone()
         assert job is not None

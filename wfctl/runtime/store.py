@@ -332,7 +332,6 @@ class Store:
                 "status": "cancelled",
                 "output_cbor": None,
                 "error_cbor": None,
-                "error_code": None,
             },
         )
         self._delete_children(conn, run_id)
@@ -550,10 +549,13 @@ class Tx:
                     "status": status,
                     "output_cbor": codec.encode(output) if output is not None else None,
                     "error_cbor": codec.encode(error) if error is not None else None,
-                    "error_code": code,
                 },
             )
         )
+        if code is not None:  # apart: 4.x worlds have no error_code column
+            self._ops.append(
+                ("runtime/set_run_error_code", {"run_id": self.run_id, "error_code": code})
+            )
         self._ops.append(("runtime/delete_run_waits", {"run_id": self.run_id}))
         hooks = "runtime/delete_run_hooks_slot" if self.store.slots else "runtime/delete_run_hooks"
         self._ops.append((hooks, {"run_id": self.run_id}))

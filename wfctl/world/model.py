@@ -123,6 +123,16 @@ class World:
                 hint="point the DSN at the primary; nothing was written",
             )
 
+    def require_supports(self, action: str) -> None:
+        """Refuse (exit 2) what this world's release cannot take (`Release.refuses`), with
+        the reason, before anything is written."""
+        reason = self.release.refuses.get(action) if self.release else None
+        if reason:
+            raise RefusedError(
+                f"{self.kind} cannot take {action}: {reason}",
+                hint="nothing was written; `wfctl info` shows the release (docs/releases.md)",
+            )
+
     def require_known(self) -> None:
         """Refuse (exit 3) unless this is a world of an era wfctl understands."""
         self.require_present()

@@ -135,6 +135,11 @@ _TAGS_41 = _BETA29_TAGS[:10]  # 0000-0009
 _TAGS_43 = (*_BETA29_TAGS[:11], "0015_move_enums_to_workflow_schema")  # 0000-0010 + 0015
 
 _4X_LACKS = OPTIONAL_COLUMNS
+_4X_REFUSES = {
+    "new runs": "wfctl's runtime (run, worker, runs fork) writes spec-5 runs with the beta.29 "
+    "columns (attributes, error_code, encryption_public_key); a 4.x world has none of them, and "
+    "its spec-3 runs are driven by the 4.x package itself",
+}
 _4X_KEYS = "flow jobs keyed msg_<ULID>; steps run as their own jobs on <prefix>steps"
 _HOOK_HEALS = SeverityRule(
     Severity.INFO, "the next replay writes hook_created itself (4.3.x heals orphan hooks)"
@@ -181,6 +186,7 @@ R41 = Release(
         ),
     },
     next_release="4.3",
+    refuses=_4X_REFUSES,
 )
 
 R43 = Release(
@@ -212,6 +218,7 @@ R43 = Release(
     },
     severities={"WF103": _HOOK_HEALS},
     next_release="beta29",
+    refuses=_4X_REFUSES,
 )
 
 BETA29 = Release(

@@ -91,7 +91,7 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
             lines += [f"  - {d}" for d in world.drift]
         else:
             what = release.name if release else "this era"
-            lines.append(f"catalog:      matches the catalog of {what}")
+            lines.append(f"catalog:      matches the expected catalog of {what}")
         upgrade = world.upgrade()
         if upgrade is not None:
             lines.append("upgrade view (information; nothing is changed):")
