@@ -139,6 +139,7 @@ class Trial:
     apply: Cli | None = None
     after_apply: dict[str, str] = field(default_factory=dict)
     runs_after_apply: dict[str, Any] = field(default_factory=dict)
+    repair_events: set[str] = field(default_factory=set)  # event ids the apply wrote
     apply2: Cli | None = None
     after_apply2: dict[str, str] = field(default_factory=dict)
     doctor_after: Cli | None = None
@@ -179,6 +180,11 @@ def _state(trial: Trial) -> None:
                 trial.flow_jobs[run_id] = trial.flow_jobs.get(run_id, 0) + 1
 
 
+def _event_ids(dsn: str) -> set[str]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return {str(r[0]) for r in conn.execute("SELECT id FROM workflow.workflow_events")}
+
+
 def _timed(trial: Trial, stage: str, args: tuple[str, ...]) -> Cli:
     t0 = time.monotonic()
     result = wfctl(trial.db.dsn, *args)
@@ -201,7 +207,9 @@ def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
     trial.dry = _timed(trial, "dry_run", repair)
     trial.after_dry = snapshot.digests(dsn)
     applying = (*repair, "--apply", "--yes", "--reason", "corpus trial")
+    ids_before = _event_ids(dsn)
     trial.apply = _timed(trial, "apply", applying)
+    trial.repair_events = _event_ids(dsn) - ids_before
     trial.after_apply = snapshot.digests(dsn)
     trial.runs_after_apply = snapshot.run_rows(dsn, all_ids)
     trial.apply2 = _timed(trial, "apply2", applying)
