@@ -322,6 +322,72 @@ def figures(trial: Trial) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Control:
+    """A faulted world left unrepaired: what the release's runtime did with it once the dead
+    workers' locks were released (as graphile's 4-hour sweep does) and it restarted."""
+
+    final: dict[str, str | None] = field(default_factory=dict)
+    deliveries: dict[str, int] = field(default_factory=dict)  # flow deliveries per run
+    new_events: dict[str, list[str]] = field(default_factory=dict)  # types written, per run
+    resumed: dict[str, str] = field(default_factory=dict)  # run id -> resume error, if any
+
+
+CONTROL_WATCH = 15.0  # seconds the unrepaired world is driven at least (loops accumulate)
+
+
+def run_control(db: Db, world: World, folder: Path, log_dir: Path) -> Control:
+    """Release the dead workers' locks, restart the runtime (with its startup re-enqueue),
+    resume the hooks workflows wait for, and watch: every run expected to end must end (bounded),
+    and the world is driven at least CONTROL_WATCH seconds."""
+    control = Control()
+    ids = [r.run_id for r in world.runs.values()]
+    with psycopg.connect(db.dsn, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL,"
+            " run_at = now() WHERE locked_by IS NOT NULL"
+        )
+        before = dict(
+            conn.execute(
+                "SELECT run_id, count(*) FROM workflow.workflow_events GROUP BY 1"
+            ).fetchall()
+        )
+    expected = worlds4.ALONE.get(world.release, {})
+    ending = [r for r in world.runs.values() if expected.get(r.label) in ("heals", "fails")]
+    name = world.name.replace("/", "-") + "-unrepaired"
+    rt = judge.Runtime(db.dsn, log_dir, {}, name=name, folder=folder)
+    t0 = time.monotonic()
+    rt.start(timeout=120)
+    try:
+        for run in world.runs.values():
+            if run.resume is not None and run.corrupt:
+                try:
+                    rt.resume_hook(*run.resume)
+                except OSError as exc:
+                    control.resumed[run.run_id] = str(exc)
+        deadline = time.monotonic() + RUNTIME_BOUND
+        for run in ending:
+            with contextlib.suppress(TimeoutError):
+                judge.wait_for_status(
+                    db.dsn, run.run_id, set(TERMINAL), max(1.0, deadline - time.monotonic())
+                )
+        time.sleep(max(0.0, CONTROL_WATCH - (time.monotonic() - t0)))
+        started = rt.stats()["started"]
+    finally:
+        rt.stop()
+    with psycopg.connect(db.dsn, autocommit=True) as conn:
+        for run_id in ids:
+            control.final[run_id] = judge.run_status(db.dsn, run_id)
+            control.deliveries[run_id] = int(started.get(run_id, 0))
+            rows = conn.execute(
+                "SELECT type FROM workflow.workflow_events WHERE run_id = %s ORDER BY id OFFSET %s",
+                (run_id, int(before.get(run_id, 0))),
+            ).fetchall()
+            control.new_events[run_id] = [str(r[0]) for r in rows]
+    log.info("%s unrepaired: %.1fs", world.name, time.monotonic() - t0)
+    return control
+
+
 class Trials:
     """Each world's trial, run on first use and kept for the session. Why not a parametrized
     session fixture: pytest keeps one cached value per fixture, so tests alternating between
@@ -332,6 +398,20 @@ class Trials:
         self.corpus = corpus
         self.base = base
         self.done: dict[str, Trial] = {}
+        self.controls: dict[str, Control] = {}
+
+    def control(self, name: str) -> Control:
+        """The world left unrepaired under its runtime (`run_control`), once per session."""
+        if name not in self.controls:
+            world = self.corpus.get(name)
+            wait_idle(self.server, world.template)
+            tag = name.replace("/", "_").replace(".", "")
+            db = _create_db(self.server, world.template, prefix=f"corpus_{tag}_control")
+            folder, _ = judge.build_runtime(judge.KITS[world.release])
+            log_dir = self.base / (name.replace("/", "-") + "-control")
+            log_dir.mkdir()
+            self.controls[name] = run_control(db, world, folder, log_dir)
+        return self.controls[name]
 
     def get(self, name: str) -> Trial:
         if name not in self.done:

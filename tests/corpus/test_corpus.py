@@ -25,7 +25,7 @@ import pytest
 
 from tests import judge
 from tests.corpus import snapshot, worlds4
-from tests.corpus.conftest import Trial, findings
+from tests.corpus.conftest import Trial, Trials, findings
 from tests.corpus.worlds import CRASHES, TERMINAL, Run
 
 pytestmark = [
@@ -231,6 +231,37 @@ def test_every_log_reads_back_through_the_package(trial: Trial) -> None:
     assert not unread, unread
     assert set(trial.read) == {r.run_id for r in trial.world.runs.values()}
     assert {r: d for r, d in trial.duplicates.items() if d} == {}
+
+
+ALONE_CASES = [(f"{r}/faulted", label) for r, labels in worlds4.ALONE.items() for label in labels]
+
+
+@cases(ALONE_CASES)
+def test_unrepaired_the_runtime_does_what_the_release_does(
+    trial: Trial, trials: Trials, label: str
+) -> None:
+    """The control: the same faulted world without a repair, its dead workers' locks released
+    and the release's runtime restarted (startup re-enqueue included). Each crash shows what
+    that release does next, which is what doctor's severity says: a WF111 run wedges, a WF112
+    or WF102 run spins in redeliveries, a 4.3.7 orphan hook heals, a 4.1.1 one fails the run
+    with `hook_conflict`, a 4.1.1 orphan step heals."""
+    run = run_of(trial, label)
+    control = trials.control(trial.world.name)
+    alone = worlds4.ALONE[trial.world.release][label]
+    final, new = control.final[run.run_id], control.new_events[run.run_id]
+    seen = (final, control.deliveries[run.run_id], new)
+    if alone in ("wedges", "loops"):
+        assert final == "running" and new == [], seen
+        if alone == "wedges":
+            assert control.deliveries[run.run_id] <= 5, seen
+        else:
+            assert control.deliveries[run.run_id] >= 10, seen
+    elif alone == "heals":
+        assert final == run.end, seen
+    elif alone == "fails":
+        assert final == "failed" and "hook_conflict" in new, seen
+    else:  # ended before the crash was over
+        assert final == run.end and new == [], seen
 
 
 def restored_shapes(trial: Trial) -> list[tuple[str, str, frozenset[str], set[frozenset[str]]]]:

@@ -129,6 +129,18 @@ _ONLY_41 = (
           "WF121", "completed", pair_value(26)),
 )  # fmt: skip
 CRASHES: dict[str, tuple[Crash, ...]] = {"4.3.7": _BOTH, "4.1.1": _BOTH + _ONLY_41}
+# What the release's runtime does next with NO repair, once the dead workers' locks are gone
+# (graphile's 4-hour sweep) and it restarts: `wedges` (running, no delivery makes progress),
+# `loops` (running, redelivered again and again, no new event), `heals` (the replay writes the
+# missing event and the run reaches its end), `fails` (the run ends `failed`), `ended` (the
+# runtime had already finished it before the crash was over).
+ALONE: dict[str, dict[str, str]] = {
+    "4.3.7": {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
+              "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "heals"},
+    "4.1.1": {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
+              "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "fails",
+              "orphan_step": "heals", "run_created_lost": "ended"},
+}  # fmt: skip
 # The other corrupt runs of every faulted world (see add_crashes).
 EXTRA = ("lost_wake_up", "piled_sleeper")
 
