@@ -39,6 +39,7 @@ from wfctl import sql  # noqa: E402
 from wfctl.doctor import registry  # noqa: E402
 from wfctl.doctor.base import UPSTREAM_GAPS, UPSTREAM_RULES, Check, Needs  # noqa: E402
 from wfctl.doctor.runner import DoctorOptions  # noqa: E402
+from wfctl.world import releases  # noqa: E402
 
 # Checks whose --all scope reads the history (events/steps/runs); the others read the
 # live-only tables (waits, hooks), the queue or the catalog and plan the same either way.
@@ -121,6 +122,7 @@ def section(check: Check, plans: list[tuple[str, str]]) -> list[str]:
     ]
     if needs:
         lines.append(f"- **Needs:** {needs} (otherwise: not applicable)")
+    lines.append(f"- **Releases:** {releases_text(check)}")
     lines += [
         f"- **SQL:** {', '.join(f'`{n}`' for n in sql_files(check))}",
         f"- **Upstream rules:** {rules_text(check)}",
@@ -140,6 +142,21 @@ def section(check: Check, plans: list[tuple[str, str]]) -> list[str]:
     return lines
 
 
+def releases_text(check: Check) -> str:
+    """Per release line (wfctl.world.releases): applies with which severity, or why not."""
+    parts = []
+    for release in releases.RELEASES.values():
+        _, how = releases.check_support(check, release)
+        parts.append(f"{release.package}: {how}")
+    return "; ".join(parts)
+
+
+def releases_column(check: Check) -> str:
+    """The table's short form: the release lines the check applies on."""
+    keys = [r.key for r in releases.RELEASES.values() if releases.check_support(check, r)[0]]
+    return ", ".join(keys) if len(keys) < len(releases.RELEASES) else "all"
+
+
 def rules_text(check: Check) -> str:
     """The check's upstream consistency-checker rule names, or why it has none."""
     if check.upstream_rules:
@@ -148,9 +165,12 @@ def rules_text(check: Check) -> str:
 
 
 def table(checks: tuple[Check, ...]) -> list[str]:
-    rows = ["| code | severity | title | upstream rules |", "| --- | --- | --- | --- |"]
+    rows = [
+        "| code | severity | title | releases | upstream rules |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     rows += [
-        f"| [{c.code}](#{anchor(c)}) | {c.severity.value} | {c.title} | "
+        f"| [{c.code}](#{anchor(c)}) | {c.severity.value} | {c.title} | {releases_column(c)} | "
         f"{', '.join(f'`{r}`' for r in c.upstream_rules) or '—'} |"
         for c in checks
     ]

@@ -11,6 +11,8 @@
 -- (events.created_at is the DB's session wall clock: compared as ::timestamp.)
 -- Age: the job's last failure (failed_at, below) -> now().
 -- Needs graphile_worker. params: live_only, run_ids, since, min_age, task.
+-- Tasks: the flows task and its sibling steps task (4.x runs each step as its own job there,
+-- its body naming the run as workflowRunId; other releases have no such jobs).
 WITH runs AS (
     SELECT r.id
     FROM workflow.workflow_runs r
@@ -22,10 +24,12 @@ jobs AS (
     SELECT j.id, j.key, j.attempts, j.updated_at, j.last_error, j.created_at,
            greatest(j.updated_at,
                     j.run_at - exp(least(j.attempts, 10)) * interval '1 second') AS failed_at,
-           convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId' AS run_id
+           coalesce(convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId',
+                    convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'workflowRunId')
+               AS run_id
     FROM graphile_worker._private_jobs j
     JOIN graphile_worker._private_tasks t ON t.id = j.task_id
-    WHERE t.identifier LIKE %(task)s
+    WHERE t.identifier IN (%(task)s, regexp_replace(%(task)s, 'flows$', 'steps'))
       AND j.attempts >= j.max_attempts
       AND coalesce(j.last_error, '') NOT LIKE 'wfctl:%%'
       AND j.payload ->> 'data' IS NOT NULL
@@ -42,11 +46,12 @@ WHERE NOT EXISTS (
           SELECT 1
           FROM graphile_worker._private_jobs n
           JOIN graphile_worker._private_tasks t ON t.id = n.task_id
-          WHERE t.identifier LIKE %(task)s
+          WHERE t.identifier IN (%(task)s, regexp_replace(%(task)s, 'flows$', 'steps'))
             AND n.attempts < n.max_attempts
             AND n.created_at > j.created_at
             AND n.payload ->> 'data' IS NOT NULL
-            AND convert_from(decode(n.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId'
+            AND coalesce(convert_from(decode(n.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'runId',
+                         convert_from(decode(n.payload ->> 'data', 'base64'), 'UTF8')::jsonb ->> 'workflowRunId')
                 = j.run_id)
   AND NOT EXISTS (
           SELECT 1

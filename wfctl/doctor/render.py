@@ -65,7 +65,9 @@ def summary_line(report: Report) -> str:
     unknown = [r.check.code for r in report.results if r.status is Status.UNKNOWN]
     if unknown:
         text += f"; could not run: {', '.join(unknown)}"
-    return f"{text}; {report.world.era} world {report.world.database!r}, {report.seconds:.2f} s"
+    release = report.world.release
+    era = release.label if release else report.world.era
+    return f"{text}; {era} world {report.world.database!r}, {report.seconds:.2f} s"
 
 
 def jsonl(report: Report) -> Iterator[str]:

@@ -338,6 +338,8 @@ def _missing_needs(check: Check, world: World) -> str:
     if Needs.SLOTS in check.needs and not world.has_event_slots:
         return "slot-era worlds only"
     release = world.release_or_default
+    if check.code in release.not_applicable:
+        return f"{release.name}: {release.not_applicable[check.code]}"
     lacking = sorted(c for c in check.needs_columns if not release.has_column(c))
     if lacking:
         return f"{release.name} has no {', '.join(lacking)}"

@@ -393,6 +393,7 @@ class OnlineMigration:
                 f"database {world.database!r} holds no world (schema `workflow` is missing)",
                 hint="check the DSN's database",
             )
+        world.require_supports("migrate --online")  # a 4.x release: not from there
         if world.era == "older":
             raise RefusedError(
                 "this world has fewer migrations recorded than beta.29 ships",

@@ -24,6 +24,11 @@ class AppendStepOutcome(Repair):
             data["retryAfter"] = utc(step["retry_after"])
         else:
             raise Refused(f"state moved: the step is now {step['status']}")
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("stack"), str):
+            # 4.x writes the stack beside the error too (its replay reads either); the
+            # release's payload keys decide whether it stays (wfctl.repair.base.for_release).
+            data["stack"] = error["stack"]
         spec = step["spec_version"] if step["spec_version"] is not None else ctx.run_spec_version()
         # Placed before any entity created after the completion (see wfctl.repair.placement).
         done_at = step["completed_at"] if kind != "step_retrying" else step["updated_at"]

@@ -6,8 +6,9 @@ Eras (reference §1.3-1.6):
 - `half-slot`: one of the two slot changes without the other (an interrupted migration);
 - `4.1`, `4.3`: a world of that 4.x release, recognised by exactly the drizzle rows its own
   setup records (0000-0009; 0000-0010 + 0015);
-- `older`: the beta.29 key shape with some other, shorter journal (e.g. a 4.3.x world the
-  beta.29 migrator upgraded in part);
+- `older`: the beta.29 key shape with some other journal lacking beta.29's last migration
+  (e.g. a migration interrupted half-way); a 4.3.x world the beta.29 migrator upgraded is
+  `beta29` with catalog drift (it skips 0011-0014);
 - `unknown`: migrations recorded that wfctl does not know, on a non-slot shape.
 """
 
@@ -25,6 +26,15 @@ from wfctl.world import catalog, drizzle, releases
 from wfctl.world.releases import Release
 
 KNOWN_ERAS = tuple(releases.RELEASES)
+# `World.kind` for the eras whose phrase predates the release descriptions (and the shapes that
+# are no release); a release without one here is named by its description.
+_PHRASES = {
+    "beta29": "beta.29-shape world (wevt_ event ids, events keyed by id)",
+    "slot": "slot-era world (evnt_ slot ids, events keyed by (run_id, id))",
+    "half-slot": "half-migrated slot world (only part of the key swap is present)",
+    "older": "world whose drizzle journal no known release records (an unfinished migration?)",
+    "unknown": "world of an unknown or newer shape",
+}
 
 
 @dataclass
@@ -74,15 +84,10 @@ class World:
         """One phrase for humans: `slot-era world`, `no world`, ..."""
         if not self.present:
             return "no world"
-        if self.era in ("4.1", "4.3"):
-            return releases.RELEASES[self.era].kind
-        return {
-            "beta29": "beta.29-shape world (wevt_ event ids, events keyed by id)",
-            "slot": "slot-era world (evnt_ slot ids, events keyed by (run_id, id))",
-            "half-slot": "half-migrated slot world (only part of the key swap is present)",
-            "older": "pre-beta.29 world (fewer migrations recorded than beta.29 ships)",
-            "unknown": "world of an unknown or newer shape",
-        }[self.era]
+        phrase = _PHRASES.get(self.era)
+        if phrase is None and self.release is not None:
+            return self.release.kind
+        return phrase or _PHRASES["unknown"]
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -18,9 +18,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from wfctl.doctor.base import Severity
 from wfctl.world import drizzle
+
+if TYPE_CHECKING:
+    from wfctl.doctor.base import Check
 
 # Entity writes of the package, by the event they write (run_created, step_completed, ...).
 ALL_WRITES = frozenset(
@@ -87,6 +91,13 @@ class Release:
     sql_variant: str = "beta29"  # which check SQL variant fits (wevt_ ids vs slots)
     next_release: str | None = None  # what `npm install` of the next line would migrate to
     refuses: Mapping[str, str] = field(default_factory=dict)  # action -> why it cannot
+    # Checks that mean nothing on this release, with why (reported not_applicable).
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """Short name in one-line summaries: `4.3.x`, `beta29`, `slot`."""
+        return self.package if self.key[0].isdigit() else self.key
 
     @property
     def name(self) -> str:
@@ -135,10 +146,17 @@ _TAGS_41 = _BETA29_TAGS[:10]  # 0000-0009
 _TAGS_43 = (*_BETA29_TAGS[:11], "0015_move_enums_to_workflow_schema")  # 0000-0010 + 0015
 
 _4X_LACKS = OPTIONAL_COLUMNS
+_4X_NOT_APPLICABLE = {
+    "WF131": "4.x re-enqueues a sleeping run's wake-up as a msg_<ULID> job naming no wait, "
+    "so no continuation chain can be told apart (a looping completed wait is WF112)",
+}
 _4X_REFUSES = {
     "new runs": "wfctl's runtime (run, worker, runs fork) writes spec-5 runs with the beta.29 "
     "columns (attributes, error_code, encryption_public_key); a 4.x world has none of them, and "
     "its spec-3 runs are driven by the 4.x package itself",
+    "migrate --online": "the slot-era key swap starts from a beta.29 world; bring this one to "
+    "beta.29 with the package's own migrator first (the upgrade view of `wfctl info` shows "
+    "what it would skip)",
 }
 _4X_KEYS = "flow jobs keyed msg_<ULID>; steps run as their own jobs on <prefix>steps"
 _HOOK_HEALS = SeverityRule(
@@ -187,6 +205,7 @@ R41 = Release(
     },
     next_release="4.3",
     refuses=_4X_REFUSES,
+    not_applicable=_4X_NOT_APPLICABLE,
 )
 
 R43 = Release(
@@ -219,7 +238,15 @@ R43 = Release(
     severities={"WF103": _HOOK_HEALS},
     next_release="beta29",
     refuses=_4X_REFUSES,
+    not_applicable=_4X_NOT_APPLICABLE,
 )
+
+# 5.x step outcomes: what wfctl has always written there (no separate `stack`); every other
+# event keeps every key a repair builds.
+_5X_STEP_OUTCOMES = {
+    "step_failed": ("stepName", "error"),
+    "step_retrying": ("stepName", "error", "retryAfter"),
+}
 
 BETA29 = Release(
     key="beta29",
@@ -228,6 +255,7 @@ BETA29 = Release(
     journal=_BETA29_TAGS,
     catalog="beta29",
     spec_version=5,
+    payload_keys=_5X_STEP_OUTCOMES,
     job_keys="flow jobs keyed msg_<ULID>, wait_<id>:hop-N, step_<id>:backstop:<ms>",
     next_release=None,
 )
@@ -242,6 +270,7 @@ SLOT = Release(
     job_keys="flow jobs keyed msg_<ULID>, wait_<id>:hop-N, step_<id>:backstop:<ms>",
     max_attempts=49,
     transactional=ALL_WRITES,
+    payload_keys=_5X_STEP_OUTCOMES,
     sql_variant="slot",
 )
 
@@ -317,3 +346,21 @@ def later_objects(release: Release) -> dict[tuple[str, str], str]:
     """(kind, name) of what later releases' migrations add to this release's catalog, with
     the release that adds it: on a world upgraded by hand these are not someone else's."""
     return _later_objects(release.key)
+
+
+def check_support(check: Check, release: Release) -> tuple[bool, str]:
+    """Whether `check` applies on `release`, and a short phrase saying how (its severity
+    there and why, or why not): for docs/checks.md and docs/releases.md."""
+    from wfctl.doctor.base import Needs
+
+    if Needs.SLOTS in check.needs and release.key != "slot":
+        return False, "not applicable (slot-era worlds only)"
+    if check.code in release.not_applicable:
+        return False, f"not applicable: {release.not_applicable[check.code]}"
+    lacking = sorted(c for c in check.needs_columns if not release.has_column(c))
+    if lacking:
+        return False, f"not applicable (no {', '.join(lacking)})"
+    rule = release.severity(check.code)
+    if rule is not None:
+        return True, f"{rule.severity.value}: {rule.why}"
+    return True, check.severity.value

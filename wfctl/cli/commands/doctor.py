@@ -273,8 +273,11 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _explain(output: Output, check: Check) -> None:
     """The explanation of one code, in the invocation's format (text or json)."""
+    from wfctl.world import releases
+
     fmt = output.require(Format.TEXT, Format.PLAIN, Format.MARKDOWN, Format.JSON)
     e = check.explanation
+    per_release = {r.key: releases.check_support(check, r)[1] for r in releases.RELEASES.values()}
     if fmt is Format.JSON:
         output.json(
             {
@@ -286,6 +289,7 @@ def _explain(output: Output, check: Check) -> None:
                 "cause": e.cause,
                 "repair": e.repair,
                 "remedy": check.remedy,
+                "releases": per_release,
             }
         )
         return
@@ -305,6 +309,9 @@ def _explain(output: Output, check: Check) -> None:
                 f"What `wfctl repair` does:  {e.repair}",
                 "",
                 f"Remedy: {check.remedy}",
+                "",
+                "Per release line:",
+                *(f"  {releases.RELEASES[key].package}: {how}" for key, how in per_release.items()),
             ]
         )
     )
