@@ -13,6 +13,11 @@ with `wfctl repair --apply`, start the runtime again and require the run to comp
   package.json + lock, and builds the workflows into `build-<hash of the sources>/`, so a
   session installs and builds at most once and checkouts with other workflows do not rebuild
   each other's bundle (a file lock serialises concurrent sessions).
+- `KITS` names one such npm project per release line: beta.29 (above), and the 4.x runtimes
+  4.3.7 and 4.1.1 (`tests/node/v4_3/`, `tests/node/v4_1/`: manifests + locks, plain `npm
+  install`, no overrides), which share `tests/node/v4/` (server.mjs for the two 4.x routes,
+  runid-hook.mjs, the workflows) and install into `.cache/node-v4-<release>/`;
+  `build_runtime(kit)` / `setup_world(kit, dsn)` (the release's own setup bin).
 - `Runtime(dsn, log_dir, env)` is one runtime process against one database: `start()`,
   `stop()` (SIGTERM, then SIGKILL), `kill()` (SIGKILL: the crash half of a fault window),
   `start_run()`, `stats()` (flow deliveries per run), `run_info()` (status + hydrated output).

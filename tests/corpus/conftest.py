@@ -33,6 +33,11 @@ log = logging.getLogger("wfctl.corpus")  # stage timings: -o log_cli=true --log-
 # Liveness bound for the repaired runs to end under the runtime (not a speed assertion).
 RUNTIME_BOUND = 180.0
 FORCE = ("--min-age", "0s", "--force-min-age")
+# The healthy worlds' waiting hook (`hooked(5, "corpus-wait")`), answered by `wfctl hooks
+# resume` before the runtime starts: the run then ends `{"total": 10}`.
+HOOK_RESUME = ("corpus-wait", '{"n": 5}')
+HOOK_RESUME_VALUE = {"total": 10}
+HOOK_RESUME_BOUND = 20.0
 
 
 class Corpus:
@@ -143,6 +148,7 @@ class Trial:
     apply2: Cli | None = None
     after_apply2: dict[str, str] = field(default_factory=dict)
     doctor_after: Cli | None = None
+    hook_resume: Cli | None = None  # `wfctl hooks resume` of the waiting hook (healthy worlds)
     terminal_before: dict[str, Any] = field(default_factory=dict)
     terminal_after: dict[str, Any] = field(default_factory=dict)
     final: dict[str, str | None] = field(default_factory=dict)
@@ -218,6 +224,8 @@ def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
 
     terminal = [r for r in healthy_ids if trial.statuses.get(r) in TERMINAL]
     trial.terminal_before = snapshot.run_rows(dsn, terminal, jobs=False)
+    if world.kind == "healthy":  # an operator answers the waiting hook with wfctl
+        trial.hook_resume = wfctl(dsn, "hooks", "resume", *HOOK_RESUME)
     # The runtime drives only what the database holds (no startup re-enqueue): a repair
     # that enqueued no wake-up must show as a run that never ends.
     t0 = time.monotonic()
@@ -240,6 +248,11 @@ def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
             with contextlib.suppress(TimeoutError):  # judged by the tests, run by run
                 judge.wait_for_status(
                     dsn, run.run_id, set(TERMINAL), max(1.0, deadline - time.monotonic())
+                )
+        if trial.hook_resume is not None:  # bounded apart: a run nothing wakes costs 20 s
+            with contextlib.suppress(TimeoutError):
+                judge.wait_for_status(
+                    dsn, world.runs["hook_waiting"].run_id, set(TERMINAL), HOOK_RESUME_BOUND
                 )
         for run in world.runs.values():
             trial.final[run.run_id] = judge.run_status(dsn, run.run_id)

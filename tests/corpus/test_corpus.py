@@ -25,7 +25,7 @@ import pytest
 
 from tests import judge
 from tests.corpus import snapshot, worlds4
-from tests.corpus.conftest import Trial, Trials, findings
+from tests.corpus.conftest import HOOK_RESUME_VALUE, Trial, Trials, findings
 from tests.corpus.worlds import CRASHES, TERMINAL, Run
 
 pytestmark = [
@@ -264,6 +264,19 @@ def test_unrepaired_the_runtime_does_what_the_release_does(
         assert final == run.end and new == [], seen
 
 
+@pytest.mark.parametrize("trial", HEALTHY, indirect=True)
+def test_wfctl_hooks_resume_then_the_runtime_finishes_the_run(trial: Trial) -> None:
+    """`wfctl hooks resume corpus-wait '{"n": 5}'` on the restored world, then the release's
+    runtime (without its startup re-enqueue: only what the database holds drives a run)
+    finishes the waiting run with the resumed payload, as after the package's own
+    resumeHook()."""
+    run = run_of(trial, "hook_waiting")
+    assert trial.hook_resume is not None and trial.hook_resume.status == 0, trial.hook_resume
+    assert trial.final[run.run_id] == "completed", trial.final[run.run_id]
+    assert trial.values[run.run_id] == HOOK_RESUME_VALUE
+    assert trial.duplicates[run.run_id] == []
+
+
 def restored_shapes(trial: Trial) -> list[tuple[str, str, frozenset[str], set[frozenset[str]]]]:
     """(run label, event type, payload keys of an event the repair wrote, the key sets that
     release's own runtime wrote for that type in the same world), read back through the
@@ -305,6 +318,8 @@ def test_the_runtime_leaves_terminal_healthy_runs_untouched(trial: Trial) -> Non
     event; live healthy runs that end (the pending one) reach their end."""
     assert snapshot.changed(trial.terminal_before, trial.terminal_after) == []
     for run in trial.world.healthy().values():
+        if trial.hook_resume is not None and run.label == "hook_waiting":
+            continue  # answered by wfctl (test_wfctl_hooks_resume_...)
         if run.end is not None:
             assert trial.final[run.run_id] == run.end, run.label
             if run.end == "completed":
