@@ -374,6 +374,12 @@ def run_control(db: Db, world: World, folder: Path, log_dir: Path) -> Control:
     try:
         for run in world.runs.values():
             if run.resume is not None and run.corrupt:
+                # After the restart's own replay of the run (its first delivery answered):
+                # a resume landing first would race that replay (see docs/corpus.md).
+                with contextlib.suppress(TimeoutError):
+                    judge.wait_until(
+                        lambda r=run.run_id: rt.deliveries(r)[1] >= 1, 30.0, "a replay"
+                    )
                 try:
                     rt.resume_hook(*run.resume)
                 except OSError as exc:
