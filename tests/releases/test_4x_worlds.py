@@ -267,9 +267,18 @@ def test_hooks_resume_and_gc_on_4x(release_world, run_cli, cli_json) -> None:
             "SELECT token FROM workflow.workflow_hooks WHERE run_id = %s",
             (runs["hook_waiting"],),
         ).fetchone()
-    status, _, err = run_cli("--dsn", db.dsn, "hooks", "resume", token, '{"n": 3}')
+    status, out, err = run_cli("--dsn", db.dsn, "hooks", "resume", token, '{"n": 3}')
     assert status == 0, err
+    assert "wake-up job" in out  # as the package's resumeHook(): nothing else wakes the run
     assert [t for t, _, _ in _log(db, runs["hook_waiting"])][-1] == "hook_received"
+    with db.connect() as conn:
+        woken = conn.execute(
+            "SELECT t.identifier, convert_from(decode(j.payload ->> 'data', 'base64'), 'UTF8')"
+            "::jsonb ->> 'runId' FROM graphile_worker._private_jobs j"
+            " JOIN graphile_worker._private_tasks t ON t.id = j.task_id"
+            " WHERE j.key LIKE 'msg%%' ORDER BY j.id DESC LIMIT 1"
+        ).fetchone()
+    assert woken == ("workflow_flows", runs["hook_waiting"])
     time.sleep(1.5)  # gc's shortest cutoff is 1 s after completion
     status, _, err = run_cli(
         "--dsn", db.dsn, "gc", "--older-than", "1s", "--apply", "--yes", "--reason", "t"

@@ -44,3 +44,12 @@ def test_later_releases_objects_are_known_on_a_hand_upgraded_world() -> None:
 def test_only_4x_refuses_new_runs() -> None:
     assert "new runs" in releases.R41.refuses and "new runs" in releases.R43.refuses
     assert not releases.BETA29.refuses and not releases.SLOT.refuses
+
+
+def test_wakeup_knows_wfctls_own_deployment() -> None:
+    from wfctl.ops import wakeup
+    from wfctl.runtime.store import DEPLOYMENT_ID
+
+    assert wakeup.WFCTL_DEPLOYMENT == DEPLOYMENT_ID
+    assert releases.BETA29.wakes_package_runs and releases.R41.wakes_package_runs
+    assert not releases.SLOT.wakes_package_runs

@@ -31,7 +31,7 @@ order in both eras.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -341,9 +341,15 @@ class Store:
         written = self.writer.append(conn, run_id, "run_cancelled", None, data, _spec(row[3]))
         return status, written.id
 
-    def resume_hook(self, token: str, payload: bytes) -> tuple[str, str]:
+    def resume_hook(
+        self,
+        token: str,
+        payload: bytes,
+        then: Callable[[psycopg.Connection[Any], str], object] | None = None,
+    ) -> tuple[str, str]:
         """hook_received for the hook holding `token`, in one transaction that locks the run
-        row (as the world does). Returns (run_id, hook_id)."""
+        row (as the world does); `then(conn, run_id)` runs in that transaction after it (the
+        package's wake-up job on a package-driven world). Returns (run_id, hook_id)."""
         with self._transaction() as conn:
             hook = conn.execute(sql.load("runtime/hook_by_token"), {"token": token}).fetchone()
             if hook is None:
@@ -363,6 +369,8 @@ class Store:
             )
             if self.queued:
                 conn.execute(sql.load("worker/wake"), {"run_id": run_id})
+            if then is not None:
+                then(conn, run_id)
         return run_id, hook_id
 
     def _delete_children(self, conn: psycopg.Connection[Any], run_id: str) -> None:

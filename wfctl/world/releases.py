@@ -91,6 +91,10 @@ class Release:
     sql_variant: str = "beta29"  # which check SQL variant fits (wevt_ ids vs slots)
     next_release: str | None = None  # what `npm install` of the next line would migrate to
     refuses: Mapping[str, str] = field(default_factory=dict)  # action -> why it cannot
+    # The package's own runs are woken by a flows job after a delivery (its resumeHook()
+    # enqueues one): a delivery wfctl writes for such a run (hooks resume) enqueues it too.
+    # Set where the job format was checked against the package (4.1.1, 4.3.7, beta.29).
+    wakes_package_runs: bool = False
     # Checks that mean nothing on this release, with why (reported not_applicable).
     not_applicable: Mapping[str, str] = field(default_factory=dict)
 
@@ -206,6 +210,7 @@ R41 = Release(
     next_release="4.3",
     refuses=_4X_REFUSES,
     not_applicable=_4X_NOT_APPLICABLE,
+    wakes_package_runs=True,
 )
 
 R43 = Release(
@@ -239,6 +244,7 @@ R43 = Release(
     next_release="beta29",
     refuses=_4X_REFUSES,
     not_applicable=_4X_NOT_APPLICABLE,
+    wakes_package_runs=True,
 )
 
 # 5.x step outcomes: what wfctl has always written there (no separate `stack`); every other
@@ -257,6 +263,9 @@ BETA29 = Release(
     spec_version=5,
     payload_keys=_5X_STEP_OUTCOMES,
     job_keys="flow jobs keyed msg_<ULID>, wait_<id>:hop-N, step_<id>:backstop:<ms>",
+    # dist/storage.js: 3 transaction sites (step_started plain and lazy, hook_received).
+    transactional=frozenset({"step_started", "hook_received"}),
+    wakes_package_runs=True,
     next_release=None,
 )
 

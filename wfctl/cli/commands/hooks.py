@@ -11,8 +11,10 @@ from wfctl.cli.app import app, state
 from wfctl.cli.commands.run import runtime_store
 from wfctl.cli.output import Format
 from wfctl.errors import ExitStatus, UsageError, WfctlError
+from wfctl.ops import wakeup
 from wfctl.runtime import serde
 from wfctl.runtime.store import GuardError
+from wfctl.world import model
 
 hooks_app = typer.Typer(
     help="Resume workflows waiting on hooks.\n\n[bold]Examples[/bold]\n"
@@ -33,8 +35,11 @@ def resume_hook(
 ) -> None:
     """Record a payload for the hook holding TOKEN (hook_received, in one transaction that
     locks the run). The run continues in the process driving it (`wfctl run ... --wait`), or
-    the next time it is driven (`wfctl run MODULE:WORKFLOW --id RUN_ID`). Exit 0 delivered,
-    2 when the run has ended, 3 when no hook holds the token.
+    the next time it is driven (`wfctl run MODULE:WORKFLOW --id RUN_ID`). For a run the
+    package drives (4.x, beta.29 worlds with its queue), the same transaction enqueues the
+    run's wake-up job on `<prefix>flows` (WORKFLOW_POSTGRES_JOB_PREFIX, default workflow_),
+    as the package's resumeHook() does.
+    Exit 0 delivered, 2 when the run has ended, 3 when no hook holds the token.
 
     [bold]Examples[/bold]
       wfctl hooks resume approve-o-1 '{"approved": true}'
@@ -50,8 +55,16 @@ def resume_hook(
             raise UsageError(f"JSON is not valid: {exc}") from None
     data = serde.dumps(payload, "a hook payload")
     with runtime_store(st, allow_node_peer=True, create_world=False) as store:
+        world = model.inspect(store.conn, with_drift=False)
+        woken: list[int] = []
+
+        def wake(conn: Any, run_id: str) -> None:
+            if wakeup.needed(world):  # a package run: as the package's resumeHook() does
+                job = wakeup.enqueue(conn, world, run_id, wakeup.job_prefix())
+                woken.extend([job] if job is not None else [])
+
         try:
-            run_id, hook_id = store.resume_hook(token, data)
+            run_id, hook_id = store.resume_hook(token, data, then=wake)
         except LookupError as exc:
             raise WfctlError(
                 str(exc), hint="the run may have ended, or the token is wrong"
@@ -59,6 +72,9 @@ def resume_hook(
         except GuardError as exc:
             raise WfctlError(str(exc), status=ExitStatus.CRITICAL) from None
     if st.output.format is Format.JSON:
-        st.output.json({"run_id": run_id, "hook_id": hook_id, "token": token})
+        st.output.json(
+            {"run_id": run_id, "hook_id": hook_id, "token": token, "wake_up_jobs": woken}
+        )
     else:
-        st.output.data(f"{run_id}: hook {hook_id} received a payload")
+        woke = f"; wake-up job {woken[0]} enqueued for the package's workers" if woken else ""
+        st.output.data(f"{run_id}: hook {hook_id} received a payload{woke}")
