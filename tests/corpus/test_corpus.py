@@ -264,12 +264,6 @@ def test_unrepaired_the_runtime_does_what_the_release_does(
         assert final == run.end and new == [], seen
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="wfctl hooks resume writes hook_received but enqueues no wake-up job: on a world"
-    " the package drives, the run waits until a worker restarts (its startup re-enqueue then"
-    " finishes it with the resumed payload)",
-)
 @pytest.mark.parametrize("trial", HEALTHY, indirect=True)
 def test_wfctl_hooks_resume_then_the_runtime_finishes_the_run(trial: Trial) -> None:
     """`wfctl hooks resume corpus-wait '{"n": 5}'` on the restored world, then the release's
