@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests import realworld as rw
@@ -46,7 +47,7 @@ from tests.corpus.worlds import (
 )
 from tests.dumprestore import round_trip
 from tests.faults import drop_faults, slow_insert, terminate
-from tests.judge import KITS, wait_until
+from tests.judge import KITS, build_runtime, wait_until
 
 RELEASES = ("4.3.7", "4.1.1")
 MODULE = "corpus"  # tests/node/v4/workflows/corpus.ts
@@ -228,11 +229,9 @@ def add_crashes(b: Builder, release: str) -> None:
         thread.join(timeout=SETTLE)
 
 
-def build_corpus(server: Server, release: str, template: str, log_dir: Any) -> dict[str, World]:
+def build_corpus(server: Server, release: str, template: str, log_dir: Path) -> dict[str, World]:
     """The release's background once, cloned per world, each world's own steps, each world
     ended as a template restored from a pg_dump of what the runtime left."""
-    from tests.judge import build_runtime
-
     folder, _ = build_runtime(KITS[release])
     tag = release.replace(".", "")
     t0 = time.monotonic()
