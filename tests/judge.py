@@ -13,6 +13,11 @@ with `wfctl repair --apply`, start the runtime again and require the run to comp
   package.json + lock, and builds the workflows into `build-<hash of the sources>/`, so a
   session installs and builds at most once and checkouts with other workflows do not rebuild
   each other's bundle (a file lock serialises concurrent sessions).
+- `KITS` names one such npm project per release line: beta.29 (above), and the 4.x runtimes
+  4.3.7 and 4.1.1 (`tests/node/v4_3/`, `tests/node/v4_1/`: manifests + locks, plain `npm
+  install`, no overrides), which share `tests/node/v4/` (server.mjs for the two 4.x routes,
+  runid-hook.mjs, the workflows) and install into `.cache/node-v4-<release>/`;
+  `build_runtime(kit)` / `setup_world(kit, dsn)` (the release's own setup bin).
 - `Runtime(dsn, log_dir, env)` is one runtime process against one database: `start()`,
   `stop()` (SIGTERM, then SIGKILL), `kill()` (SIGKILL: the crash half of a fault window),
   `start_run()`, `stats()` (flow deliveries per run), `run_info()` (status + hydrated output).
@@ -34,6 +39,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -48,6 +54,39 @@ RUNTIME_CACHE = ROOT / ".cache" / "node-runtime"
 LOCK_FILES = ("package.json", "package-lock.json")
 SOURCES = ("server.mjs", "workflows")
 FLOW_BUNDLE = Path(".well-known") / "workflow" / "v1" / "flow.mjs"
+
+
+@dataclass(frozen=True)
+class Kit:
+    """One release line's runtime as an npm project: where its manifest + lock live (`src`),
+    where it is installed (`cache`), the server and workflows copied into each build
+    (`sources`, from `sources_dir`), and the bundle `wf build` must leave (`bundle`).
+
+    Why: the judge drives each release with that release's own runtime (beta.29 with core
+    5.0.0-beta.39; 4.3.7 with core 4.8.9; 4.1.1 with core 4.2.4), and each installs into its
+    own cache folder so no release's install or build replaces another's."""
+
+    name: str
+    src: Path
+    cache: Path
+    sources_dir: Path
+    sources: tuple[str, ...]
+    bundle: Path
+    commonjs: bool = False  # the bundles are CommonJS inside an ESM project (4.x `wf build`)
+    setup_bin: str = "node_modules/@workflow/world-postgres/bin/setup.js"
+
+
+BETA29 = Kit("beta29", RUNTIME_SRC, RUNTIME_CACHE, RUNTIME_SRC, SOURCES, FLOW_BUNDLE)
+_V4_SOURCES = ROOT / "tests" / "node" / "v4"
+_V4_BUNDLE = Path(".well-known") / "workflow" / "v1" / "flow.js"
+KITS = {
+    "beta29": BETA29,
+    # Cache folders name the release: a new pin is a new folder, never an in-place reinstall.
+    "4.3.7": Kit("4.3.7", ROOT / "tests" / "node" / "v4_3", ROOT / ".cache" / "node-v4-4.3.7",
+                 _V4_SOURCES, ("server.mjs", "runid-hook.mjs", "workflows"), _V4_BUNDLE, True),
+    "4.1.1": Kit("4.1.1", ROOT / "tests" / "node" / "v4_1", ROOT / ".cache" / "node-v4-4.1.1",
+                 _V4_SOURCES, ("server.mjs", "runid-hook.mjs", "workflows"), _V4_BUNDLE, True),
+}  # fmt: skip
 
 _counter = itertools.count(1)
 
@@ -68,14 +107,15 @@ def _digest(paths: list[Path]) -> str:
     for path in paths:
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         for f in files:
-            h.update(str(f.relative_to(RUNTIME_SRC)).encode() + b"\0" + f.read_bytes() + b"\0")
+            rel = f.relative_to(path.parent)
+            h.update(str(rel).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 
 @contextlib.contextmanager
-def _cache_lock() -> Iterator[None]:
-    RUNTIME_CACHE.parent.mkdir(parents=True, exist_ok=True)
-    with open(RUNTIME_CACHE.parent / "node-runtime.lock", "w") as fh:
+def _cache_lock(kit: Kit = BETA29) -> Iterator[None]:
+    kit.cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(kit.cache.parent / f"{kit.cache.name}.lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -83,23 +123,23 @@ def _cache_lock() -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def install_runtime() -> dict[str, float]:
-    """npm-install the runtime into the cache (skipped when the stamp matches); timings."""
+def install_runtime(kit: Kit = BETA29) -> dict[str, float]:
+    """npm-install the kit's runtime into its cache (skipped when the stamp matches); timings."""
     timings: dict[str, float] = {}
-    digest = _digest([RUNTIME_SRC / n for n in LOCK_FILES])
-    stamp = RUNTIME_CACHE / ".installed"
+    digest = _digest([kit.src / n for n in LOCK_FILES])
+    stamp = kit.cache / ".installed"
     if stamp.is_file() and stamp.read_text() == digest:
         return timings
-    RUNTIME_CACHE.mkdir(parents=True, exist_ok=True)
-    (RUNTIME_CACHE / ".built").unlink(missing_ok=True)
+    kit.cache.mkdir(parents=True, exist_ok=True)
+    (kit.cache / ".built").unlink(missing_ok=True)
     for name in LOCK_FILES:
-        shutil.copy(RUNTIME_SRC / name, RUNTIME_CACHE / name)
+        shutil.copy(kit.src / name, kit.cache / name)
     t0 = time.monotonic()
     # `npm install` honours the lock (`npm ci` rejects a lock lacking other platforms'
     # optional packages, see conftest.install_real_package).
     subprocess.run(
         ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=RUNTIME_CACHE,
+        cwd=kit.cache,
         check=True,
         timeout=600,
         capture_output=True,
@@ -109,24 +149,25 @@ def install_runtime() -> dict[str, float]:
     return timings
 
 
-def build_runtime() -> tuple[Path, dict[str, float]]:
-    """Install (if needed) and `wf build` the workflows into a folder named by the digest of
-    the sources, `.cache/node-runtime/build-<digest>/` (node_modules linked to the shared
-    install). Why a folder per digest: several checkouts share the cache, and one build folder
-    would be rebuilt (its bundle deleted under running runtimes) whenever their workflow
-    sources differ."""
-    with _cache_lock():
-        timings = install_runtime()
-        digest = _digest([RUNTIME_SRC / n for n in (*LOCK_FILES, *SOURCES)])
-        folder = RUNTIME_CACHE / f"build-{digest[:16]}"
+def build_runtime(kit: Kit = BETA29) -> tuple[Path, dict[str, float]]:
+    """Install (if needed) and `wf build` the kit's workflows into a folder named by the digest
+    of the sources, `<cache>/build-<digest>/` (node_modules linked to the shared install).
+    Why a folder per digest: several checkouts share the cache, and one build folder would be
+    rebuilt (its bundle deleted under running runtimes) whenever their workflow sources
+    differ."""
+    with _cache_lock(kit):
+        timings = install_runtime(kit)
+        inputs = [kit.src / n for n in LOCK_FILES] + [kit.sources_dir / n for n in kit.sources]
+        digest = _digest(inputs)
+        folder = kit.cache / f"build-{digest[:16]}"
         stamp = folder / ".built"
-        if stamp.is_file() and stamp.read_text() == digest and (folder / FLOW_BUNDLE).exists():
+        if stamp.is_file() and stamp.read_text() == digest and (folder / kit.bundle).exists():
             return folder, timings
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        (folder / "node_modules").symlink_to(RUNTIME_CACHE / "node_modules")
-        for name in (*LOCK_FILES, *SOURCES):
-            src, dst = RUNTIME_SRC / name, folder / name
+        (folder / "node_modules").symlink_to(kit.cache / "node_modules")
+        for src in inputs:
+            dst = folder / src.name
             if src.is_dir():
                 shutil.copytree(src, dst)
             else:
@@ -139,11 +180,33 @@ def build_runtime() -> tuple[Path, dict[str, float]]:
             capture_output=True,
             text=True,
         )
-        if proc.returncode != 0 or not (folder / FLOW_BUNDLE).exists():
+        if proc.returncode != 0 or not (folder / kit.bundle).exists():
             raise JudgeError(f"wf build failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        if kit.commonjs:  # the CommonJS bundles inside an ESM project (`"type": "module"`)
+            (folder / kit.bundle).parent.joinpath("package.json").write_text(
+                '{"type": "commonjs"}\n'
+            )
         timings["wf_build_s"] = time.monotonic() - t0
         stamp.write_text(digest)
         return folder, timings
+
+
+def setup_world(kit: Kit, dsn: str) -> None:
+    """The kit's own setup bin on an empty database (4.3.7 `bootstrap`: drizzle + graphile;
+    4.1.1 `workflow-postgres-setup`: drizzle only, graphile at the first `world.start()`)."""
+    install_runtime_locked(kit)
+    env = {**os.environ, "WORKFLOW_POSTGRES_URL": psycopg_to_url(dsn)}
+    env.pop("DATABASE_URL", None)
+    proc = subprocess.run(
+        ["node", kit.setup_bin], cwd=kit.cache, env=env, timeout=300, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise JudgeError(f"{kit.name} setup failed:\n{proc.stdout}\n{proc.stderr}")
+
+
+def install_runtime_locked(kit: Kit) -> dict[str, float]:
+    with _cache_lock(kit):
+        return install_runtime(kit)
 
 
 def _free_port() -> int:

@@ -402,10 +402,13 @@ class RealWorld:
         return runs
 
 
-def read_back(dsn: str, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+def read_back(
+    dsn: str, run_ids: list[str], folder: Path | None = None
+) -> dict[str, dict[str, Any]]:
     """Read runs back through the package's own read path (`tests/node/reader.mjs`:
-    runs.get, events.list, steps/hooks, zod-validated): {run_id: its result line}."""
-    folder = install_real_package()
+    runs.get, events.list, steps/hooks, zod-validated): {run_id: its result line}.
+    `folder`: an npm folder holding another release's package (default: beta.29's)."""
+    folder = folder if folder is not None else install_real_package()
     env = {**os.environ, "WORKFLOW_POSTGRES_URL": psycopg_to_url(dsn)}
     env.pop("DATABASE_URL", None)
     done = subprocess.run(

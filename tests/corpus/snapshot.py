@@ -18,8 +18,10 @@ from tests.faults import TABLES
 
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 RUN_TABLES = TABLES  # the world's tables and the column naming the run
-# The run a queue job (alias j) names: its payload's `data` is the base64 JSON body.
-JOB_RUN_ID = "convert_from(decode(j.payload->>'data', 'base64'), 'UTF8')::jsonb->>'runId'"
+# The run a queue job (alias j) names: its payload's `data` is the base64 JSON body; a flow job's
+# body names it `runId`, a 4.x step job's (task `workflow_steps`) `workflowRunId`.
+_JOB_BODY = "convert_from(decode(j.payload->>'data', 'base64'), 'UTF8')::jsonb"
+JOB_RUN_ID = f"coalesce({_JOB_BODY}->>'runId', {_JOB_BODY}->>'workflowRunId')"
 
 
 def digests(dsn: str) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """The corpus: doctor and repair judged on worlds the real runtime made, crashed and moved.
 
-Each world (tests/corpus/worlds.py) is built once by the real runtime with fault injection,
+Per release (beta.29, tests/corpus/worlds.py; 4.3.7 and 4.1.1, tests/corpus/worlds4.py), each
+world is built once by that release's real runtime with fault injection,
 pg_dump'ed and restored into a fresh database, then put on trial once (conftest.run_trial):
 `doctor --all`, `repair --all` dry run, `repair --all --apply` with no prior bootstrap (twice),
 then the real runtime on the repaired world. The tests below judge one recorded stage each:
@@ -23,8 +24,8 @@ import json
 import pytest
 
 from tests import judge
-from tests.corpus import snapshot
-from tests.corpus.conftest import Trial, findings
+from tests.corpus import snapshot, worlds4
+from tests.corpus.conftest import HOOK_RESUME_VALUE, Trial, Trials, findings
 from tests.corpus.worlds import CRASHES, TERMINAL, Run
 from wfctl.repair import registry
 
@@ -33,18 +34,33 @@ pytestmark = [
     pytest.mark.skipif(not judge.available(), reason="node/npm not found: no real runtime"),
 ]
 
-REPORT_ONLY = [  # reported, never written: no append makes them right
+REPORT_ONLY = [  # beta.29: reported, never written: no append makes them right
     "hook_received_first",  # the runtime completed it over its odd log
     "shared_token_first",  # which run owns the token is the operator's call
     "shared_token_second",
 ]
-CORRUPT = [
+CORRUPT_BETA29 = [
     "exhausted_job", "attributes_torn", *(c.label for c in CRASHES), "lost_wake_up",
     *REPORT_ONLY,
 ]  # fmt: skip
-REPAIRABLE = [label for label in CORRUPT if label not in REPORT_ONLY]
-WORLDS = ["healthy", "faulted"]
-faulted = pytest.mark.parametrize("trial", ["faulted"], indirect=True)
+CORRUPT = {
+    "beta29": CORRUPT_BETA29,
+    **{r: [*(c.label for c in worlds4.CRASHES[r]), *worlds4.EXTRA] for r in worlds4.RELEASES},
+}
+RELEASES = list(CORRUPT)
+WORLDS = [f"{r}/{kind}" for r in RELEASES for kind in ("healthy", "faulted")]
+HEALTHY = [f"{r}/healthy" for r in RELEASES]
+FAULTED = [f"{r}/faulted" for r in RELEASES]
+CASES = [(f"{r}/faulted", label) for r in RELEASES for label in CORRUPT[r]]
+REPAIRABLE = [(w, label) for w, label in CASES if label not in REPORT_ONLY]
+REPORT_ONLY_CASES = [("beta29/faulted", label) for label in REPORT_ONLY]
+worlds = pytest.mark.parametrize("trial", WORLDS, indirect=True)
+faulted = pytest.mark.parametrize("trial", FAULTED, indirect=True)
+
+
+def cases(pairs: list[tuple[str, str]]) -> pytest.MarkDecorator:
+    """Parametrize (trial, label) over `<release>/faulted` worlds and their corrupt runs."""
+    return pytest.mark.parametrize(("trial", "label"), pairs, indirect=["trial"])
 
 
 def run_of(trial: Trial, label: str) -> Run:
@@ -92,16 +108,25 @@ def doctor_counts(trial: Trial) -> dict[str, int]:
 # --- the worlds ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("trial", WORLDS, indirect=True)
+@worlds
 def test_world_holds_what_operators_have(trial: Trial) -> None:
-    """Background runs in every state, a long sleeper with hop continuations of two settings;
-    in the faulted world, jobs still locked by the SIGKILLed runtime's workers."""
+    """Background runs in every state; beta.29: a long sleeper with hop continuations of two
+    settings; 4.x: step jobs on their own task, the long sleeper's one delayed wake-up (and,
+    in the faulted world, a sleeper with two); in a faulted world, jobs still locked by the
+    SIGKILLed runtime's workers."""
     healthy = {trial.statuses[r] for r in trial.world.healthy()}
     assert healthy == {"completed", "failed", "cancelled", "running", "pending"}
     sleeper = run_of(trial, "long_sleep").run_id
-    assert len(trial.hop_keys.get(sleeper, [])) == 2, trial.hop_keys
+    if trial.world.release == "beta29":
+        assert len(trial.hop_keys.get(sleeper, [])) == 2, trial.hop_keys
+    else:
+        assert {"workflow_flows", "workflow_steps"} <= trial.tasks, trial.tasks
+        assert trial.flow_jobs.get(sleeper) == 1, trial.flow_jobs
+        if trial.world.kind == "faulted":
+            piled = run_of(trial, "piled_sleeper").run_id
+            assert trial.flow_jobs.get(piled, 0) >= 2, trial.flow_jobs
     assert set(trial.statuses) == {r.run_id for r in trial.world.runs.values()}
-    if trial.world.name == "faulted":
+    if trial.world.kind == "faulted":
         assert trial.job_locks, "the crash left no locked job"
         assert {w for _, w in trial.job_locks} == set(trial.world.dead_workers)
         assert {r for r, _ in trial.job_locks} <= set(trial.world.corrupt())
@@ -110,31 +135,27 @@ def test_world_holds_what_operators_have(trial: Trial) -> None:
 # --- doctor --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("trial", WORLDS, indirect=True)
+@worlds
 def test_doctor_sees_no_drift_in_a_restored_world(trial: Trial) -> None:
     assert trial.doctor is not None
     assert findings(trial.doctor.report).get(None, set()) == set()
 
 
-@pytest.mark.parametrize("trial", WORLDS, indirect=True)
+@worlds
 def test_doctor_flags_no_healthy_run(trial: Trial) -> None:
     assert trial.doctor is not None
     flagged = set(findings(trial.doctor.report)) & set(trial.world.healthy())
     assert not flagged, labels(trial, flagged)
 
 
-@pytest.mark.parametrize("trial", ["healthy"], indirect=True)
+@pytest.mark.parametrize("trial", HEALTHY, indirect=True)
 def test_doctor_exits_0_on_a_healthy_world(trial: Trial) -> None:
     assert trial.doctor is not None and trial.doctor.report is not None
     assert findings(trial.doctor.report) == {}
     assert trial.doctor.status == 0
 
 
-@faulted
-@pytest.mark.parametrize(
-    "label",
-    CORRUPT,
-)
+@cases(CASES)
 def test_doctor_flags_the_corrupt_run(trial: Trial, label: str) -> None:
     run = run_of(trial, label)
     assert trial.doctor is not None
@@ -154,23 +175,19 @@ def test_doctor_shows_who_holds_a_dead_workers_lock(trial: Trial) -> None:
 # --- repair --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("trial", WORLDS, indirect=True)
+@worlds
 def test_dry_run_writes_nothing(trial: Trial) -> None:
     assert trial.dry is not None and trial.dry.report is not None, trial.dry
     assert snapshot.changed(trial.before, trial.after_dry) == []
     assert "wfctl" not in trial.after_dry["<schemas>"].split(",")
 
 
-@pytest.mark.parametrize("trial", WORLDS, indirect=True)
+@worlds
 def test_repair_applies_without_a_prior_bootstrap(trial: Trial) -> None:
     require_applied(trial)
 
 
-@faulted
-@pytest.mark.parametrize(
-    "label",
-    REPAIRABLE,
-)
+@cases(REPAIRABLE)
 def test_repair_heals_the_corrupt_run(trial: Trial, label: str) -> None:
     """Flagged before the repair, nothing left after it."""
     run = run_of(trial, label)
@@ -180,11 +197,7 @@ def test_repair_heals_the_corrupt_run(trial: Trial, label: str) -> None:
     assert findings(trial.doctor_after.report).get(run.run_id, set()) == set()
 
 
-@faulted
-@pytest.mark.parametrize(
-    "label",
-    REPORT_ONLY,
-)
+@cases(REPORT_ONLY_CASES)
 def test_repair_keeps_a_report_only_run_as_it_is(trial: Trial, label: str) -> None:
     """Still reported after the repair, and not written."""
     run = run_of(trial, label)
@@ -196,14 +209,14 @@ def test_repair_keeps_a_report_only_run_as_it_is(trial: Trial, label: str) -> No
     assert before == after, snapshot.changed(before, after)
 
 
-@pytest.mark.parametrize("trial", WORLDS, indirect=True)
+@worlds
 def test_a_second_apply_writes_nothing(trial: Trial) -> None:
     require_applied(trial)
     assert trial.apply2 is not None and trial.apply2.status == doctor_exit_code(trial), trial.apply2
     assert snapshot.changed(trial.after_apply, trial.after_apply2) == []
 
 
-@pytest.mark.parametrize("trial", WORLDS, indirect=True)
+@worlds
 def test_repair_leaves_every_healthy_run_untouched(trial: Trial) -> None:
     """Rows, events and queue jobs of every healthy run, byte for byte."""
     require_applied(trial)
@@ -215,8 +228,7 @@ def test_repair_leaves_every_healthy_run_untouched(trial: Trial) -> None:
 # --- the runtime on the repaired world ---------------------------------------------------------
 
 
-@faulted
-@pytest.mark.parametrize("label", CORRUPT)
+@cases(CASES)
 def test_the_runtime_finishes_the_repaired_run(trial: Trial, label: str) -> None:
     run = run_of(trial, label)
     require_applied(trial)
@@ -230,7 +242,7 @@ def test_the_runtime_finishes_the_repaired_run(trial: Trial, label: str) -> None
     assert trial.duplicates[run.run_id] == []
 
 
-@pytest.mark.parametrize("trial", WORLDS, indirect=True)
+@worlds
 def test_every_log_reads_back_through_the_package(trial: Trial) -> None:
     """events.list() (and runs/steps/hooks) of the real package read every run, and no run
     holds a duplicate event; in a world with corrupt runs, after their repair."""
@@ -242,12 +254,93 @@ def test_every_log_reads_back_through_the_package(trial: Trial) -> None:
     assert {r: d for r, d in trial.duplicates.items() if d} == {}
 
 
-@pytest.mark.parametrize("trial", WORLDS, indirect=True)
+ALONE_CASES = [(f"{r}/faulted", label) for r, labels in worlds4.ALONE.items() for label in labels]
+
+
+@cases(ALONE_CASES)
+def test_unrepaired_the_runtime_does_what_the_release_does(
+    trial: Trial, trials: Trials, label: str
+) -> None:
+    """The control: the same faulted world without a repair, its dead workers' locks released
+    and the release's runtime restarted (startup re-enqueue included). Each crash shows what
+    that release does next, which is what doctor's severity says: a WF111 run wedges, a WF112
+    or WF102 run spins in redeliveries, a 4.3.7 orphan hook heals, a 4.1.1 one fails the run
+    with `hook_conflict`, a 4.1.1 orphan step heals."""
+    run = run_of(trial, label)
+    control = trials.control(trial.world.name)
+    alone = worlds4.ALONE[trial.world.release][label]
+    final, new = control.final[run.run_id], control.new_events[run.run_id]
+    seen = (final, control.deliveries[run.run_id], new)
+    if alone in ("wedges", "loops"):
+        assert final == "running" and new == [], seen
+        if alone == "wedges":
+            assert control.deliveries[run.run_id] <= 5, seen
+        else:
+            assert control.deliveries[run.run_id] >= 10, seen
+    elif alone == "heals":
+        assert final == run.end, seen
+    elif alone == "fails":
+        assert final == "failed" and "hook_conflict" in new, seen
+    else:  # ended before the crash was over
+        assert final == run.end and new == [], seen
+
+
+@pytest.mark.parametrize("trial", HEALTHY, indirect=True)
+def test_wfctl_hooks_resume_then_the_runtime_finishes_the_run(trial: Trial) -> None:
+    """`wfctl hooks resume corpus-wait '{"n": 5}'` on the restored world, then the release's
+    runtime (without its startup re-enqueue: only what the database holds drives a run)
+    finishes the waiting run with the resumed payload, as after the package's own
+    resumeHook()."""
+    run = run_of(trial, "hook_waiting")
+    assert trial.hook_resume is not None and trial.hook_resume.status == 0, trial.hook_resume
+    assert trial.final[run.run_id] == "completed", trial.final[run.run_id]
+    assert trial.values[run.run_id] == HOOK_RESUME_VALUE
+    assert trial.duplicates[run.run_id] == []
+
+
+def restored_shapes(trial: Trial) -> list[tuple[str, str, frozenset[str], set[frozenset[str]]]]:
+    """(run label, event type, payload keys of an event the repair wrote, the key sets that
+    release's own runtime wrote for that type in the same world), read back through the
+    release's package."""
+    written: dict[str, set[frozenset[str]]] = {}
+    restored: list[tuple[str, str, frozenset[str]]] = []
+    for result in trial.read.values():
+        for event in result.get("events", []):
+            keys = frozenset((event.get("eventData") or {}).keys())
+            if event["eventId"] in trial.repair_events:
+                restored.append((result["runId"], event["eventType"], keys))
+            else:
+                written.setdefault(event["eventType"], set()).add(keys)
+    by_id = {r.run_id: r.label for r in trial.world.runs.values()}
+    return [(by_id.get(r, r), t, k, written.get(t, set())) for r, t, k in restored]
+
+
+@faulted
+def test_restored_events_carry_no_key_the_release_does_not_write(trial: Trial) -> None:
+    """Every event the repair wrote carries only payload keys that release's own runtime
+    writes together for that event type (4.1.1 `wait_completed` and `step_started` carry
+    none, its `step_completed` only `result`; 4.3.7 adds `stepName`, ...): what the
+    release's replay reads, no more. Keys the runtime writes and the repair leaves out are
+    listed in docs/corpus.md (the runtime still finished every such run)."""
+    require_applied(trial)
+    assert trial.repair_events, "the apply wrote no event"
+    shapes = restored_shapes(trial)
+    foreign = [
+        (label, etype, sorted(keys), sorted(map(sorted, seen)))
+        for label, etype, keys, seen in shapes
+        if seen and not any(keys <= shape for shape in seen)
+    ]
+    assert not foreign, foreign
+
+
+@worlds
 def test_the_runtime_leaves_terminal_healthy_runs_untouched(trial: Trial) -> None:
     """The runtime restarted on the (repaired) world: finished healthy runs keep every row and
     event; live healthy runs that end (the pending one) reach their end."""
     assert snapshot.changed(trial.terminal_before, trial.terminal_after) == []
     for run in trial.world.healthy().values():
+        if trial.hook_resume is not None and run.label == "hook_waiting":
+            continue  # answered by wfctl (test_wfctl_hooks_resume_...)
         if run.end is not None:
             assert trial.final[run.run_id] == run.end, run.label
             if run.end == "completed":

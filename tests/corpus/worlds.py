@@ -82,6 +82,16 @@ class World:
     dead_workers: list[str] = field(default_factory=list)
     source: str = ""  # the database the runtime built, before the dump/restore
 
+    @property
+    def release(self) -> str:
+        """The release whose runtime made it: `beta29`, `4.3.7`, `4.1.1` (the name's prefix)."""
+        return self.name.split("/")[0] if "/" in self.name else "beta29"
+
+    @property
+    def kind(self) -> str:
+        """`healthy` or `faulted`."""
+        return self.name.rsplit("/", 1)[-1]
+
     def corrupt(self) -> dict[str, Run]:
         return {r.run_id: r for r in self.runs.values() if r.corrupt}
 
@@ -534,5 +544,6 @@ def build_corpus(
         restored = _create_db(server, "template0", prefix=f"corpus_{name}_restored")
         round_trip(db.dsn, restored.dsn)
         log.info("%s: built in %.1fs, dump/restore %.1fs", name, t1 - t0, time.monotonic() - t1)
-        worlds[name] = World(name, restored.name, world.runs, dead_workers(restored.dsn), db.name)
+        key = f"beta29/{name}"
+        worlds[key] = World(key, restored.name, world.runs, dead_workers(restored.dsn), db.name)
     return worlds

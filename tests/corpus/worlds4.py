@@ -1,0 +1,266 @@
+"""Corpus worlds of the 4.x line: made by the REAL 4.3.7 and 4.1.1 runtimes, torn by crashes.
+
+Why: most self-hosted worlds run the 4.x line (npm `latest` of `@workflow/world-postgres` is
+4.3.7; the seed's operator runs 4.1.1), and their write paths differ from beta.29's: 4.1.1
+writes every entity row and its event as two autocommits, 4.3.7 wraps six of them in a
+transaction; both run steps as a second graphile task (`workflow_steps`) and re-enqueue every
+active run at each `world.start()`. So each release gets its own worlds, made by its own
+runtime (tests/judge.py `KITS`, tests/node/v4/server.mjs) on a database its own setup bin
+made, crashed with the same trigger + SIGKILL mechanics as the beta.29 corpus
+(tests/corpus/worlds.py), and moved with `pg_dump | psql`.
+
+Per release, two worlds built once per session:
+- `healthy`: background runs in every state (completed, completed after a hook resume, failed,
+  cancelled, waiting on a hook, running on a step whose retry is due in 2 h, a 3-day sleeper
+  with its one delayed wake-up job, pending after one failed delivery). Nothing is corrupt.
+- `faulted`: the same background (cloned before its pending run), then every crash the
+  release's write paths allow (`CRASHES[release]`), each in its own run, a sleeper whose
+  wake-up job was deleted mid-sleep, and a sleeper that one restart's re-enqueue gave a second
+  delayed wake-up job (the startup recovery limited to that run, so no background run is
+  re-driven). The crash leaves its runs' jobs locked by the SIGKILLed runtime's workers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests import realworld as rw
+from tests.conftest import Server, _create_db
+from tests.corpus.snapshot import JOB_RUN_ID
+from tests.corpus.worlds import (
+    SETTLE,
+    TERMINAL,
+    Builder,
+    Run,
+    World,
+    _sleepers,
+    _starter,
+    dead_workers,
+    log,
+    pair_value,
+    quiesce,
+    wait_idle,
+)
+from tests.dumprestore import round_trip
+from tests.faults import drop_faults, slow_insert, terminate
+from tests.judge import KITS, build_runtime, wait_until
+
+RELEASES = ("4.3.7", "4.1.1")
+MODULE = "corpus"  # tests/node/v4/workflows/corpus.ts
+
+
+def build_background(b: Builder) -> None:
+    """Runs in every state but pending (see `add_pending`); one runtime start only, so the
+    long sleeper holds exactly one delayed wake-up job."""
+    rt = b.runtime("background")
+    b.add(Run("completed", rt.start_run("pair", [1], module=MODULE), end="completed",
+              value=pair_value(1)))  # fmt: skip
+    hooked_done = rt.start_run("hooked", [2, "corpus-done"], module=MODULE)
+    b.add(Run("completed_hook", hooked_done, end="completed", value={"total": 7}))
+    b.add(Run("failed", rt.start_run("doomed", [3], module=MODULE), end="failed"))
+    cancelled = rt.start_run("hooked", [4, "corpus-cancel"], module=MODULE)
+    b.add(Run("cancelled", cancelled, end="cancelled"))
+    waiting = rt.start_run("hooked", [5, "corpus-wait"], module=MODULE)
+    b.add(Run("hook_waiting", waiting, note="waits for a resume, no job"))
+    patient = rt.start_run("patient", [6], module=MODULE)
+    b.add(Run("step_retrying", patient, note="running on a step whose retry is due in 2 h"))
+    long_sleep = rt.start_run("longSleep", [7, 3], module=MODULE)
+    b.add(Run("long_sleep", long_sleep, note="3-day sleep, one delayed wake-up job"))
+
+    wait_until(lambda: b.has_event(hooked_done, "hook_created"), SETTLE, "hook_created")
+    rt.resume_hook("corpus-done", {"n": 5})
+    wait_until(lambda: b.has_event(cancelled, "hook_created"), SETTLE, "hook_created")
+    rt.cancel(cancelled)
+    for run in b.runs.values():
+        if run.end is not None:
+            b.settle(run.run_id, TERMINAL)
+    wait_until(lambda: b.has_event(waiting, "hook_created"), SETTLE, "hook_created")
+    wait_until(lambda: b.has_event(patient, "step_retrying"), SETTLE, "step_retrying")
+    wait_until(lambda: b.has_event(long_sleep, "wait_created"), SETTLE, "wait_created")
+    quiesce(b)
+    rt.stop()
+
+
+def add_pending(b: Builder) -> None:
+    """A run whose first delivery failed (the flow route answered 503): `pending`, its job
+    retried in a few seconds. Made last: any later runtime would run it."""
+    rt = b.runtime("pending", JUDGE_FLOW_DOWN="1", JUDGE_REENQUEUE="0")
+    run_id = rt.start_run("pair", [8], module=MODULE)
+    wait_until(lambda: rt.deliveries(run_id)[1] >= 1, SETTLE, "one failed delivery")
+    rt.stop()
+    b.add(Run("pending", run_id, end="completed", value=pair_value(8), note="1 failed attempt"))
+
+
+@dataclass(frozen=True)
+class Crash:
+    """One run torn by the crash: where its write sleeps, and what it is expected to show."""
+
+    label: str
+    family: str
+    workflow: str
+    args: list[Any]
+    event_type: str
+    code: str
+    end: str
+    value: Any = None
+    resume: tuple[str, Any] | None = None
+
+
+_BOTH = (
+    Crash("step_completed_lost", "step completed without step_completed", "pair", [23],
+          "step_completed", "WF111", "completed", pair_value(23)),
+    Crash("step_failed_lost", "step failed without step_failed", "doomed", [28],
+          "step_failed", "WF111", "failed"),
+    Crash("wait_completed_lost", "wait completed without wait_completed", "nap", [24, 1],
+          "wait_completed", "WF112", "completed", pair_value(24)),
+    Crash("orphan_wait", "wait row without wait_created", "nap", [21, 1], "wait_created",
+          "WF102", "completed", pair_value(21)),
+    Crash("orphan_hook", "hook row without hook_created", "hooked", [22, "corpus-orphan"],
+          "hook_created", "WF103", "completed", {"total": 25}, ("corpus-orphan", {"n": 3})),
+)  # fmt: skip
+# 4.1.1 writes step_created and run_created as two autocommits too (4.3.7: one transaction).
+_ONLY_41 = (
+    Crash("orphan_step", "step row without step_created", "pair", [20], "step_created",
+          "WF101", "completed", pair_value(20)),
+    Crash("run_created_lost", "run row without run_created", "pair", [26], "run_created",
+          "WF121", "completed", pair_value(26)),
+)  # fmt: skip
+CRASHES: dict[str, tuple[Crash, ...]] = {"4.3.7": _BOTH, "4.1.1": _BOTH + _ONLY_41}
+# What the release's runtime does next with NO repair, once the dead workers' locks are gone
+# (graphile's 4-hour sweep) and it restarts: `wedges` (running, no delivery makes progress),
+# `loops` (running, redelivered again and again, no new event), `heals` (the replay writes the
+# missing event and the run reaches its end), `fails` (the run ends `failed`), `ended` (the
+# runtime had already finished it before the crash was over).
+ALONE: dict[str, dict[str, str]] = {
+    "4.3.7": {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
+              "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "heals"},
+    "4.1.1": {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
+              "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "fails",
+              "orphan_step": "heals", "run_created_lost": "ended"},
+}  # fmt: skip
+# The other corrupt runs of every faulted world (see add_crashes).
+EXTRA = ("lost_wake_up", "piled_sleeper")
+
+
+def flow_jobs(b: Builder, run_id: str) -> int:
+    """Unlocked live `workflow_flows` jobs naming the run."""
+    return int(
+        b.scalar(
+            "SELECT count(*) FROM graphile_worker._private_jobs j"
+            " JOIN graphile_worker._private_tasks t ON t.id = j.task_id"
+            f" WHERE t.identifier = 'workflow_flows' AND {JOB_RUN_ID} = %s"
+            " AND j.locked_at IS NULL AND j.attempts < j.max_attempts",
+            (run_id,),
+        )
+    )
+
+
+def add_crashes(b: Builder, release: str) -> None:
+    """A sleeper given a second wake-up by a restart, then every crash at once: each run's
+    event insert sleeps in its own backend; the runtime is SIGKILLed and the sleeping
+    backends terminated, so each entity write before the sleeping insert stays committed and
+    its event never lands. A sleeper (`nap`, 8 s) loses its wake-up: its job is deleted once
+    the runtime is dead."""
+    crashes = CRASHES[release]
+    rt = b.runtime("sleeper", JUDGE_REENQUEUE="0")
+    piled = rt.start_run("longSleep", [30, 3], module=MODULE)
+    wait_until(lambda: flow_jobs(b, piled) >= 1, SETTLE, "the sleeper's wake-up job")
+    quiesce(b)
+    rt.stop()
+    b.add(
+        Run(
+            "piled_sleeper",
+            piled,
+            "a restart's re-enqueue left a second delayed wake-up job",
+            frozenset({"WF132"}),
+            note="3-day sleep",
+        )
+    )
+    # The restart: its startup recovery re-enqueues the sleeper (and only it), whose replay
+    # schedules one more delayed wake-up beside the first.
+    rt = b.runtime("crash", JUDGE_REENQUEUE_ONLY=piled, WORKFLOW_POSTGRES_MAX_POOL_SIZE="40")
+    wait_until(lambda: flow_jobs(b, piled) >= 2, SETTLE, "a second wake-up job")
+    starts: list[threading.Thread] = []
+    with b.connect() as conn:
+        # Every trigger first: CREATE TRIGGER waits for the sleeping inserts' table lock.
+        planned = []
+        for crash in crashes:
+            run_id = rw.new_run_id()
+            slow_insert(conn, "workflow_events", run_id, crash.event_type, seconds=600)
+            planned.append((crash, run_id))
+        for crash, run_id in planned:
+            b.add(
+                Run(crash.label, run_id, crash.family, frozenset({crash.code}), crash.end,
+                    crash.value, crash.resume)
+            )  # fmt: skip
+            start = _starter(rt, crash.workflow, crash.args, run_id, MODULE)
+            if crash.event_type == "run_created":  # start() itself blocks in the window
+                starts.append(threading.Thread(target=start, daemon=True))
+                starts[-1].start()
+            else:
+                start()
+        wait_until(lambda: len(_sleepers(conn)) >= len(crashes), SETTLE * 2, "every window")
+        lost = rt.start_run("nap", [27, 8], module=MODULE)
+        b.add(
+            Run(
+                "lost_wake_up",
+                lost,
+                "lost wake-up: its job deleted mid-sleep, the wait past resume_at",
+                frozenset({"WF133"}),
+                "completed",
+                pair_value(27),
+            )
+        )
+        wait_until(lambda: b.has_event(lost, "wait_created"), SETTLE, "the sleeper's wait")
+        wait_until(lambda: flow_jobs(b, lost) >= 1, SETTLE, "the sleeper's wake-up job")
+        rt.kill()
+        for pid in _sleepers(conn):
+            terminate(conn, pid)
+        wait_until(lambda: not _sleepers(conn), SETTLE, "the terminated backends to exit")
+        drop_faults(conn)
+        conn.execute(
+            f"DELETE FROM graphile_worker._private_jobs j WHERE {JOB_RUN_ID} = %s", (lost,)
+        )
+    for thread in starts:
+        thread.join(timeout=SETTLE)
+
+
+def build_corpus(server: Server, release: str, template: str, log_dir: Path) -> dict[str, World]:
+    """The release's background once, cloned per world, each world's own steps, each world
+    ended as a template restored from a pg_dump of what the runtime left."""
+    folder, _ = build_runtime(KITS[release])
+    tag = release.replace(".", "")
+    t0 = time.monotonic()
+    background = _create_db(server, template, prefix=f"corpus{tag}_bg")
+    builder = Builder(background.dsn, folder, log_dir)
+    try:
+        build_background(builder)
+    finally:
+        builder.close()
+    wait_idle(server, background.name)
+    log.info("%s background built in %.1fs", release, time.monotonic() - t0)
+    worlds: dict[str, World] = {}
+    steps = {"healthy": (add_pending,), "faulted": (lambda w: add_crashes(w, release), add_pending)}
+    for name, world_steps in steps.items():
+        t0 = time.monotonic()
+        db = _create_db(server, background.name, prefix=f"corpus{tag}_{name}")
+        world = Builder(db.dsn, folder, log_dir)
+        world.runs = dict(builder.runs)
+        try:
+            for step in world_steps:
+                step(world)
+        finally:
+            world.close()
+        wait_idle(server, db.name)
+        t1 = time.monotonic()
+        restored = _create_db(server, "template0", prefix=f"corpus{tag}_{name}_restored")
+        round_trip(db.dsn, restored.dsn)
+        log.info("%s %s: built in %.1fs, dump/restore %.1fs", release, name, t1 - t0,
+                 time.monotonic() - t1)  # fmt: skip
+        key = f"{release}/{name}"
+        worlds[key] = World(key, restored.name, world.runs, dead_workers(restored.dsn), db.name)
+    return worlds
