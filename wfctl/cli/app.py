@@ -10,14 +10,16 @@ invocation's `State` from the click context.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wfctl import __version__
 from wfctl.cli.output import Format, Output
-from wfctl.connection.db import Target, Timeouts
-from wfctl.connection.dsn import resolve_dsn
+from wfctl.cli.registry import LazyGroup
+
+if TYPE_CHECKING:
+    from wfctl.connection.db import Target
 
 HELP = """\
 wfctl keeps self-hosted @workflow/world-postgres worlds healthy.
@@ -50,6 +52,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    cls=LazyGroup,  # imports a command's module only when that command is used
 )
 
 
@@ -124,6 +127,10 @@ def global_options(
     if ctx.invoked_subcommand is None and not ctx.resilient_parsing:
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
+    # imported here, not above: `--version`, `--help` and completion never connect
+    from wfctl.connection.db import Target, Timeouts
+    from wfctl.connection.dsn import resolve_dsn
+
     output = Output(format=output_format, no_color=no_color, verbose=verbose)
     timeouts = Timeouts(
         statement_ms=max(0, statement_timeout),

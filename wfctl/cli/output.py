@@ -12,16 +12,16 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from tabulate import tabulate
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from wfctl.clock import timestamp
 from wfctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # A token holding a ULID-sized body (run/step/hook/event ids, `evnt_` slots, worker ids):
 # tables never cut one, whatever the terminal width.
@@ -61,13 +61,21 @@ class Output:
     format: Format = Format.TEXT
     no_color: bool = False
     verbose: int = 0
-    out: Console = field(init=False)
-    err: Console = field(init=False)
 
-    def __post_init__(self) -> None:
+    # rich is imported at the first table or message, not when the options are parsed
+    @cached_property
+    def out(self) -> Console:
+        return self._console(sys.stdout)
+
+    @cached_property
+    def err(self) -> Console:
+        return self._console(sys.stderr)
+
+    def _console(self, file: Any) -> Console:
+        from rich.console import Console
+
         no_color = self.no_color or bool(os.environ.get("NO_COLOR"))
-        self.out = Console(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
-        self.err = Console(file=sys.stderr, no_color=no_color, highlight=False, soft_wrap=True)
+        return Console(file=file, no_color=no_color, highlight=False, soft_wrap=True)
 
     def require(self, *allowed: Format) -> Format:
         """Refuse a format the current command does not produce (usage error, exit 64)."""
@@ -114,6 +122,8 @@ class Output:
             self.data(f"{title}: none" if title else "none")
             return
         if self.format is not Format.TEXT:
+            from tabulate import tabulate
+
             fmt = "github" if self.format is Format.MARKDOWN else "plain"
             self.data(tabulate(cells, headers=list(headers), tablefmt=fmt))
             return
@@ -127,6 +137,8 @@ class Output:
                 return
             shown.remove(spare[0])
             left_out.append(spare[0])
+        from rich.table import Table
+
         table = Table(title=title or None, show_lines=False)
         columns = [headers.index(h) for h in shown]
         for i in columns:

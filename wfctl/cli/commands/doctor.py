@@ -13,7 +13,6 @@ from typing import Annotated
 
 import psycopg
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn
 
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
@@ -230,6 +229,8 @@ def _run(
     """Run the checks, with a progress line on stderr when a human is watching."""
     if output.format is not Format.TEXT or not sys.stderr.isatty():
         return doctor.run(conn, world, checks, options, helpers=helpers)
+    from rich.progress import Progress, SpinnerColumn, TextColumn  # a terminal's only
+
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), console=output.err, transient=True
     ) as progress:

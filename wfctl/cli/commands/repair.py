@@ -17,7 +17,7 @@ from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError
 from wfctl.repair import runner, wf135
-from wfctl.world import bootstrap, model
+from wfctl.world import model
 
 repair_app = typer.Typer(
     invoke_without_command=True,
@@ -157,6 +157,8 @@ def repair(
             if apply:
                 world.require_primary("apply repairs")
                 _preflight(st.output, world, yes)
+                from wfctl.world import bootstrap  # alembic: only an apply pays for it
+
                 if bootstrap.ensure_audit_schema(conn):
                     st.output.message("created schema `wfctl` for the repair audit log")
             if unlock is not None and not world.has_graphile:
