@@ -20,6 +20,7 @@ import typer
 
 from wfctl.cli import shared
 from wfctl.cli.coerce import PlainValueError, import_rich_help
+from wfctl.cli.output import clean
 from wfctl.errors import ExitStatus, WfctlError
 
 # Command modules are imported by the root group when their command is used
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     except WfctlError as exc:
         if verbose:
             traceback.print_exc()
-        print(exc.one_line(), file=sys.stderr)
+        print(clean(exc.one_line(), one_line=True), file=sys.stderr)
         return int(exc.status)
     except typer.Exit as exc:
         return int(exc.exit_code)
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         if _is_usage_error(exc):
             if type(exc).__name__ == "NoArgsIsHelpError":
                 return int(ExitStatus.OK)  # `wfctl runs`: the group's help is already printed
-            print(f"wfctl: error: {usage_line(exc)}", file=sys.stderr)
+            print(clean(f"wfctl: error: {usage_line(exc)}", one_line=True), file=sys.stderr)
             return int(ExitStatus.USAGE)
         # Anything else is a bug: still one line, still no secrets.
         from wfctl.connection.dsn import mask_text
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         text = mask_text(f"{type(exc).__name__}: {exc}".splitlines()[0], "")
         print(
-            f"wfctl: error: internal error: {text} (hint: rerun with -v and report it)",
+            clean(f"wfctl: error: internal error: {text} (hint: rerun with -v and report it)"),
             file=sys.stderr,
         )
         return int(ExitStatus.UNKNOWN)

@@ -29,6 +29,25 @@ _ID_TOKEN = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 # A timestamp in THE form (clock.timestamp) is read as one word too: folded, it misreads.
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$")
 _CELL_BORDER = 3  # rich: one space of padding each side plus the column rule
+# What a stored name, error code or --reason may hold that a terminal would obey: C0/C1
+# controls (escape sequences, carriage return, bell), DEL, and the bidi/line-separator marks
+# that reorder or split what is shown. Text output shows them as `\xNN` / `\uNNNN`.
+_UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_UNSAFE_TEXT = re.compile(f"[{_UNSAFE}]")
+_UNSAFE_CELL = re.compile(f"[\t\n{_UNSAFE}]")  # a cell is one line
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(text: str, *, one_line: bool = False) -> str:
+    """`text` safe for a terminal: control characters shown as escapes, never obeyed.
+
+    Every text renderer (tables, plain lines, messages, error lines) goes through it; JSON
+    is exact (json.dumps escapes control characters itself)."""
+    return (_UNSAFE_CELL if one_line else _UNSAFE_TEXT).sub(_escape, text)
 
 
 def _jsonable(value: Any) -> Any:
@@ -88,14 +107,15 @@ class Output:
 
     def message(self, text: str) -> None:
         """A note for the human (stderr), never mixed into data."""
-        self.err.print(text)
+        self.err.print(clean(text))
 
     def debug(self, text: str) -> None:
         if self.verbose:
-            self.err.print(f"[dim]{text}[/dim]")
+            self.err.print(f"[dim]{clean(text)}[/dim]")
 
     def data(self, text: str) -> None:
-        """Primary data, verbatim (no markup interpretation)."""
+        """Primary data, verbatim (no markup interpretation; control characters escaped)."""
+        text = clean(text)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
 
@@ -146,8 +166,10 @@ class Output:
                 table.add_column(headers[i], no_wrap=True, min_width=_id_width(cells, i))
             else:
                 table.add_column(headers[i], overflow="fold")
-        for row in cells:
-            table.add_row(*(row[i] for i in columns))
+        from rich.text import Text
+
+        for row in cells:  # Text: a stored "[red]" is shown, not taken as rich markup
+            table.add_row(*(Text(row[i]) for i in columns))
         self.out.print(table)
         if left_out:
             self.message(
@@ -178,7 +200,8 @@ class Output:
 
 
 def _cell(value: Any) -> str:
-    return timestamp(value) or "" if isinstance(value, datetime) else str(value)
+    text = timestamp(value) or "" if isinstance(value, datetime) else str(value)
+    return clean(text, one_line=True)
 
 
 def _id_width(cells: list[list[str]], column: int) -> int:

@@ -1,0 +1,73 @@
+"""The command line under hostile or careless input: stored escape sequences, absurd values,
+refusals that write nothing, privilege errors that say what to grant, one time and age form."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from wfctl.world import ids
+
+ESC = "\x1b]0;pwned\x07\x1b[31m"  # set the window title, ring the bell, turn text red
+
+
+@pytest.fixture
+def world_env(monkeypatch: pytest.MonkeyPatch, wfctl_world: Any, run_cli: Any) -> Any:
+    monkeypatch.setenv("WORKFLOW_POSTGRES_URL", wfctl_world.dsn)
+    monkeypatch.setenv("COLUMNS", "200")
+    return wfctl_world
+
+
+def _hostile_run(db: Any) -> tuple[str, str, str]:
+    """A failed run whose name and error code carry escapes, with a step row (named with
+    escapes) whose step_created is missing (WF101), and an audit row with an escaped reason."""
+    run_id, step_id = ids.prefixed("wrun"), ids.prefixed("step")
+    name = f"workflow//./src/evil//evil{ESC}"
+    with db.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, error,"
+            " error_code, created_at, updated_at, spec_version) VALUES (%s, 'd', 'running',"
+            " %s, 'boom', %s, now() - interval '1 hour', now() - interval '1 hour', '2')",
+            (run_id, name, f"E{ESC}"),
+        )
+        conn.execute(
+            "INSERT INTO workflow.workflow_steps (run_id, step_id, step_name, status, attempt,"
+            " created_at, updated_at) VALUES (%s, %s, %s, 'pending', 0,"
+            " now() - interval '1 hour', now() - interval '1 hour')",
+            (run_id, step_id, f"step//./src/evil//s{ESC}"),
+        )
+        conn.execute(
+            "INSERT INTO wfctl.repair_log (db_user, wfctl_version, reason, code, run_id)"
+            " VALUES (current_user, 'test', %s, 'WF101', %s)",
+            (f"INC-1 {ESC}", run_id),
+        )
+    return run_id, step_id, name
+
+
+def test_stored_escape_sequences_never_reach_the_terminal(run_cli, world_env) -> None:
+    run_id, _, name = _hostile_run(world_env)
+    run_cli("repair", "--dry-run")  # makes sure schema wfctl exists (the audit log)
+    for args in (
+        ("runs", "list"),
+        ("runs", "list", "-o", "plain"),
+        ("runs", "show", run_id),
+        ("doctor", "--min-age", "0s", "--all"),
+        ("doctor", "--min-age", "0s", "--all", "-o", "plain"),
+        ("repair", "log"),
+        ("runs", "show", f"wrun_{ESC}"),  # an error line quoting the argument
+    ):
+        _, out, err = run_cli(*args)
+        assert "\x1b" not in out + err and "\x07" not in out + err, args
+    # JSON stays exact
+    listed = json.loads(run_cli("runs", "list", "-o", "json")[1])
+    assert name in {r["name"] for r in listed}
+    out = run_cli("runs", "list")[1]
+    assert "\\x1b" in out  # shown, escaped
+
+
+def test_repair_log_escapes_the_reason(run_cli, world_env) -> None:
+    _hostile_run(world_env)
+    _, out, _ = run_cli("repair", "log")
+    assert "INC-1 \\x1b]0;pwned\\x07" in out
