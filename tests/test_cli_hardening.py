@@ -71,3 +71,33 @@ def test_repair_log_escapes_the_reason(run_cli, world_env) -> None:
     _hostile_run(world_env)
     _, out, _ = run_cli("repair", "log")
     assert "INC-1 \\x1b]0;pwned\\x07" in out
+
+
+# -- absurd values are usage errors (exit 64, one line), never "internal error" -------------
+
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("doctor", "--min-age", "99999999999d"),
+        ("doctor", "--incremental", "--clock-skew", "99999999999w"),
+        ("gc", "--older-than", "99999999999d"),
+        ("repair", "--dry-run", "--min-age", "999999999999999999999"),
+        ("run", "docs/examples/checkout.py:checkout", DEEP),
+        ("run", "docs/examples/checkout.py:checkout", "[NaN]"),
+        ("run", "docs/examples/checkout.py:checkout", '{"order_id": Infinity}'),
+        ("run", "docs/examples/checkout.py:checkout", "-Infinity"),
+        ("hooks", "resume", "tok", "NaN"),
+        ("hooks", "resume", "tok", DEEP),
+    ],
+    ids=lambda a: " ".join(a)[:60],
+)
+def test_absurd_values_are_usage_errors(run_cli, world_env, args: tuple[str, ...]) -> None:
+    status, out, err = run_cli(*args)
+    assert status == 64, err
+    assert len(err.strip().splitlines()) == 1 and "internal error" not in err, err
+    assert out == ""
+    with world_env.connect() as conn:  # nothing written
+        assert conn.execute("SELECT count(*) FROM workflow.workflow_runs").fetchone()[0] == 0
