@@ -101,3 +101,24 @@ def test_absurd_values_are_usage_errors(run_cli, world_env, args: tuple[str, ...
     assert out == ""
     with world_env.connect() as conn:  # nothing written
         assert conn.execute("SELECT count(*) FROM workflow.workflow_runs").fetchone()[0] == 0
+
+
+# -- a refused apply writes nothing ----------------------------------------------------------
+
+
+def test_gc_apply_without_yes_is_refused_before_any_write(run_cli, world_env) -> None:
+    with world_env.connect() as conn:
+        conn.execute("DROP SCHEMA wfctl CASCADE")
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, created_at,"
+            " updated_at, completed_at) VALUES (%s, 'd', 'completed', 'w', now() - interval"
+            " '90 days', now() - interval '90 days', now() - interval '90 days')",
+            (ids.prefixed("wrun"),),
+        )
+    status, out, err = run_cli("gc", "--older-than", "30d", "--apply", "--reason", "retention")
+    assert status == 64, err
+    assert "--yes" in err
+    with world_env.connect() as conn:
+        schemas = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'wfctl'")
+        assert schemas.fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM workflow.workflow_runs").fetchone()[0] == 1
