@@ -115,10 +115,58 @@ def test_gc_apply_without_yes_is_refused_before_any_write(run_cli, world_env) ->
             " '90 days', now() - interval '90 days', now() - interval '90 days')",
             (ids.prefixed("wrun"),),
         )
-    status, out, err = run_cli("gc", "--older-than", "30d", "--apply", "--reason", "retention")
+    status, _, err = run_cli("gc", "--older-than", "30d", "--apply", "--reason", "retention")
     assert status == 64, err
     assert "--yes" in err
     with world_env.connect() as conn:
         schemas = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'wfctl'")
         assert schemas.fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM workflow.workflow_runs").fetchone()[0] == 1
+
+
+# -- privilege errors say what to grant -----------------------------------------------------
+
+
+@pytest.fixture
+def reader(pg_server: Any) -> Any:
+    """A SELECT-only role (what docs/cli.md prescribes for doctor); yields a DSN maker."""
+    import psycopg
+
+    made: list[Any] = []
+    pg_server.execute("DROP ROLE IF EXISTS wfctl_reader")
+    pg_server.execute("CREATE ROLE wfctl_reader LOGIN")
+
+    def dsn_for(db: Any) -> str:
+        with db.connect() as conn:
+            for schema in ("workflow", "workflow_drizzle"):
+                if conn.execute("SELECT to_regnamespace(%s)", (schema,)).fetchone()[0]:
+                    conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO wfctl_reader")
+                    conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO wfctl_reader")
+        made.append(db)
+        return psycopg.conninfo.make_conninfo(db.dsn, user="wfctl_reader")
+
+    yield dsn_for
+    for db in made:
+        with db.connect() as conn:
+            conn.execute("DROP OWNED BY wfctl_reader")
+    pg_server.execute("DROP ROLE wfctl_reader")
+
+
+def test_bootstrap_as_a_read_only_role_says_what_to_grant(run_cli, empty_db, reader) -> None:
+    status, _, err = run_cli("--dsn", reader(empty_db), "bootstrap")
+    assert status == 3, err
+    assert "internal error" not in err and "report it" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert "permission denied" in err and "grant CREATE ON DATABASE" in err
+
+
+def test_migrate_as_a_read_only_role_claims_no_invalid_index(run_cli, wfctl_world, reader) -> None:
+    status, _, err = run_cli("--dsn", reader(wfctl_world), "migrate", "--online")
+    assert status == 3, err
+    error = err.strip().splitlines()[-1]  # after the phase lines
+    assert error.startswith("wfctl: error: ") and "INVALID" not in error, err
+    assert "owner of workflow_events" in error
+    with wfctl_world.connect() as conn:
+        assert not conn.execute(
+            "SELECT to_regclass('workflow.workflow_events_run_id_id_idx')"
+        ).fetchone()[0]

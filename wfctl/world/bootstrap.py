@@ -114,6 +114,10 @@ def _alembic(conn: psycopg.Connection[Any]) -> Iterator[SAConnection]:
         with engine.begin() as sa_conn:
             sa_conn.exec_driver_sql(sql.load("bootstrap/schema_lock"))
             yield sa_conn
+    except DBAPIError as exc:  # the driver's own error, so callers classify it (privileges)
+        if isinstance(exc.orig, psycopg.Error):
+            raise exc.orig from None
+        raise
     finally:
         engine.dispose()
 
