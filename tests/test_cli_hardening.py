@@ -170,3 +170,27 @@ def test_migrate_as_a_read_only_role_claims_no_invalid_index(run_cli, wfctl_worl
         assert not conn.execute(
             "SELECT to_regclass('workflow.workflow_events_run_id_id_idx')"
         ).fetchone()[0]
+
+
+# -- every writer is audited; fork is dry-run-first -------------------------------------------
+
+
+def test_cancelling_one_run_writes_an_audit_row(run_cli, world_env) -> None:
+    run_id = ids.prefixed("wrun")
+    with world_env.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
+            " VALUES (%s, 'd', 'running', 'workflow//py:m//wf', '2')",
+            (run_id,),
+        )
+    status, out, err = run_cli("runs", "cancel", run_id, "--reason", "INC-7", "-o", "json")
+    assert status == 0, err
+    audit_id = json.loads(out)["audit_id"]
+    row = world_env.scalar(
+        "SELECT json_build_object('code', code, 'run', run_id, 'reason', reason)"
+        " FROM wfctl.repair_log WHERE id = %s",
+        (audit_id,),
+    )
+    assert row == {"code": "cancel", "run": run_id, "reason": "INC-7"}
+    assert run_cli("runs", "cancel", run_id)[0] == 2  # already ended: nothing, no audit row
+    assert world_env.scalar("SELECT count(*) FROM wfctl.repair_log") == 1

@@ -235,12 +235,13 @@ def cancel_run(
 ) -> None:
     """Cancel one run, or every live run a --where filter selects.
 
-    One run: its row, waits, hooks and run_cancelled in one transaction; exit 0 cancelled,
-    2 when the run had already ended. By filter: a dry run showing the count and a sample
-    unless --apply (with --reason, and --yes without a terminal); each run is then locked,
-    re-checked against the filter and cancelled in its own transaction (run row, waits,
-    hooks, run_cancelled, its unlocked queue jobs, an audit row). An empty filter is
-    refused. Exit 0 done, 1 stopped by --max-time or runs busy (rerun), 64 usage.
+    One run: its row, waits, hooks, run_cancelled and an audit row (`wfctl repair log`) in
+    one transaction; exit 0 cancelled, 2 when the run had already ended. By filter: a dry
+    run showing the count and a sample unless --apply (with --reason, and --yes without a
+    terminal); each run is then locked, re-checked against the filter and cancelled in its
+    own transaction (run row, waits, hooks, run_cancelled, its unlocked queue jobs, an audit
+    row). An empty filter is refused. Exit 0 done, 1 stopped by --max-time or runs busy
+    (rerun), 64 usage.
 
     [bold]Examples[/bold]
       wfctl runs cancel wrun_01J... --reason "duplicate order"
@@ -260,12 +261,19 @@ def cancel_run(
         raise UsageError("give a RUN_ID, or --where KEY=VALUE to select runs")
     with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         try:
-            before = store.cancel(run_id, reason)
+            before, audit_id = bulk.cancel_one(store, run_id, (reason or "").strip())
         except LookupError as exc:
             raise WfctlError(str(exc), hint="`wfctl runs list` shows the runs") from None
-    cancelled = before not in ("completed", "failed", "cancelled")
+    cancelled = audit_id is not None
     if st.output.format is Format.JSON:
-        st.output.json({"run_id": run_id, "cancelled": cancelled, "status_before": before})
+        st.output.json(
+            {
+                "run_id": run_id,
+                "cancelled": cancelled,
+                "status_before": before,
+                "audit_id": audit_id,
+            }
+        )
     else:
         st.output.data(
             f"{run_id}: cancelled" if cancelled else f"{run_id}: already {before}, not changed"
@@ -407,12 +415,15 @@ def fork_run(
         str | None,
         typer.Option("--queue", help="Python runs: worker queue (default: the source's)."),
     ] = None,
-    reason: Annotated[
-        str | None, typer.Option("--reason", help="Why (kept in the audit log).")
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Only show what the fork would copy.")
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Create the fork (default: a dry run).")
     ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only show what the fork would copy (the default).")
+    ] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log); with --apply.")
+    ] = None,
     job_prefix: JobPrefix = "workflow_",
 ) -> None:
     """Fork (rerun) a run: a new run with the same input, queued where the source was.
@@ -420,19 +431,20 @@ def fork_run(
     Python runs can fork from a step: the events before it are copied (correlation ids
     rewritten for the new run), so earlier steps replay from the copy and the chosen step
     and the rest run again. Node runs rerun from the start only, as a new run with the
-    source's input and a job under the same job prefix. One transaction, audited. Refused:
-    a prefix holding hooks, or a step that is still running at the cut (parallel steps).
-    Exit 0 forked, 2 refused, 64 usage.
+    source's input and a job under the same job prefix. A dry run showing what would be
+    copied unless --apply (with --reason); then one transaction, audited. Refused: a prefix
+    holding hooks, or a step that is still running at the cut (parallel steps).
+    Exit 0 forked (or dry run), 2 refused, 64 usage.
 
     [bold]Examples[/bold]
-      wfctl runs fork wrun_01J... --reason "rerun after the fix"
-      wfctl runs fork wrun_01J... --from-step 3 --reason "INC-9 redo" --dry-run
+      wfctl runs fork wrun_01J... --from-step 3
+      wfctl runs fork wrun_01J... --apply --reason "rerun after the fix"
+      wfctl runs fork wrun_01J... --from-step 3 --apply --reason "INC-9 redo"
     """
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
-    reason_text = (reason or "").strip()
-    if not dry_run and not reason_text:
-        raise UsageError("runs fork needs --reason TEXT (it is kept in the audit log)")
+    reason_text = apply_flags(apply, dry_run, reason)
+    dry_run = not apply
     with runtime_store(st, allow_node_peer=True) as store:
         world = model.inspect(store.conn, with_drift=False)
         forked = fork.plan(store, world, run_id, from_step, queue=queue, job_prefix=job_prefix)
@@ -446,6 +458,7 @@ def fork_run(
         f"{run_id} {verb} as {forked.run_id} ({forked.runtime} run, queue {forked.queue}):"
         f" {result['copied_steps']} steps copied, re-executing from "
         f"{forked.from_step or 'the start'}"
+        + (" (dry run: nothing written; add --apply --reason TEXT)" if dry_run else "")
     )
 
 
