@@ -194,3 +194,42 @@ def test_cancelling_one_run_writes_an_audit_row(run_cli, world_env) -> None:
     assert row == {"code": "cancel", "run": run_id, "reason": "INC-7"}
     assert run_cli("runs", "cancel", run_id)[0] == 2  # already ended: nothing, no audit row
     assert world_env.scalar("SELECT count(*) FROM wfctl.repair_log") == 1
+
+
+# -- one timestamp form (ISO 8601 with offset), one age form ---------------------------------
+
+ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d"
+
+
+def test_ages_have_one_form() -> None:
+    from datetime import timedelta
+
+    from wfctl.durations import format_duration
+
+    assert format_duration(timedelta(minutes=2804)) == "1d 22h"
+    assert format_duration(timedelta(minutes=46, seconds=40)) == "46m 40s"
+    assert format_duration(timedelta(minutes=10)) == "10m"
+    assert format_duration(timedelta(days=30)) == "30d"
+
+
+def test_doctor_details_and_gc_print_iso_timestamps(run_cli, world_env) -> None:
+    import re
+
+    run_id, wait_id = ids.prefixed("wrun"), ids.prefixed("wait")
+    with world_env.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
+            " VALUES (%s, 'd', 'running', 'workflow//py:m//wf', '2')",
+            (run_id,),
+        )
+        conn.execute(
+            "INSERT INTO workflow.workflow_waits (wait_id, run_id, status, resume_at,"
+            " created_at) VALUES (%s, %s, 'waiting', '2030-01-02 03:04:05.678',"
+            " now() - interval '1 hour')",
+            (f"{run_id}-{wait_id}", run_id),
+        )
+    _, out, _ = run_cli("doctor", "--only", "WF102", "--min-age", "0s", "-o", "json")
+    [sample] = json.loads(out)["checks"][0]["samples"]
+    assert sample["detail"].endswith("resume_at 2030-01-02T03:04:05.678+00:00"), sample
+    _, out, _ = run_cli("gc", "--older-than", "30d")
+    assert re.search(f"cutoff {ISO} ", out), out

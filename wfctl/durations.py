@@ -34,13 +34,17 @@ def parse_duration(text: str, option: str = "duration") -> timedelta:
 
 
 def format_duration(delta: timedelta) -> str:
-    """Compact rendering: `2d3h`, `10m`, `45s`."""
-    seconds = int(delta.total_seconds())
-    if seconds < 60:
-        return f"{seconds}s"
-    out = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            out.append(f"{seconds // size}{unit}")
+    """THE age form of every output: the two largest units, `1d 22h`, `46m 40s`, `10m`, `45s`
+    (a zero second unit is left out). doctor's SQL spells the same form (WF135)."""
+    seconds = max(0, int(delta.total_seconds()))
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size or (parts and len(parts) < 2):
+            parts.append((seconds // size, unit))
             seconds %= size
-    return "".join(out[:2])
+        if len(parts) == 2:
+            break
+    if not parts:
+        return "0s"
+    shown = [parts[0]] + [p for p in parts[1:] if p[0]]
+    return " ".join(f"{n}{u}" for n, u in shown)

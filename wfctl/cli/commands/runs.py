@@ -372,7 +372,9 @@ def bulk_command(
 
 def _show_sample(st: State, runs: list[bulk.Selected], sample: int) -> None:
     for s in runs[:sample]:
-        st.output.message(f"  {s.run_id} {s.status} {s.name} created {s.created_at} {s.detail}")
+        st.output.message(
+            f"  {s.run_id} {s.status} {s.name} created {timestamp(s.created_at)} {s.detail}"
+        )
     if len(runs) > sample:
         st.output.message(f"  ... and {len(runs) - sample:,} more")
 
@@ -386,7 +388,7 @@ def _print_bulk(st: State, report: bulk.BulkReport, sample: int) -> None:
         )
         st.output.table(
             ["run", "status", "workflow", "created", "detail"],
-            [(s.run_id, s.status, s.name, str(s.created_at), s.detail) for s in
+            [(s.run_id, s.status, s.name, timestamp(s.created_at), s.detail) for s in
              report.matched[:sample]],
         )  # fmt: skip
         return
