@@ -233,3 +233,31 @@ def test_doctor_details_and_gc_print_iso_timestamps(run_cli, world_env) -> None:
     assert sample["detail"].endswith("resume_at 2030-01-02T03:04:05.678+00:00"), sample
     _, out, _ = run_cli("gc", "--older-than", "30d")
     assert re.search(f"cutoff {ISO} ", out), out
+
+
+# -- runs list pages, and --name matches the name it shows ------------------------------------
+
+
+def test_runs_list_pages_with_a_cursor_and_matches_the_shown_name(run_cli, world_env) -> None:
+    with world_env.connect() as conn:
+        for n in range(7):
+            conn.execute(
+                "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, created_at,"
+                " spec_version) VALUES (%s, 'd', 'running', 'workflow//py:shop.flows//checkout',"
+                " now() - %s * interval '1 minute', '2')",
+                (ids.prefixed("wrun"), n),
+            )
+    status, out, err = run_cli("runs", "list", "--limit", "3", "-o", "json")
+    first = [r["id"] for r in json.loads(out)]
+    assert status == 0 and len(first) == 3
+    assert f"--limit 3 --after {first[-1]}" in err  # the way to the next page
+    _, out, err = run_cli("runs", "list", "--limit", "3", "--after", first[-1], "-o", "json")
+    second = [r["id"] for r in json.loads(out)]
+    _, out, err_last = run_cli("runs", "list", "--limit", "3", "--after", second[-1], "-o", "json")
+    third = [r["id"] for r in json.loads(out)]
+    assert len(second) == 3 and len(third) == 1 and "next page" not in err_last
+    assert len(set(first + second + third)) == 7
+    # the table shows `shop.flows.checkout`; that is what an operator types
+    _, out, _ = run_cli("runs", "list", "--name", "shop.flows.checkout", "-o", "json")
+    assert len(json.loads(out)) == 7
+    assert run_cli("runs", "list", "--after", "wrun_nope")[0] == 64

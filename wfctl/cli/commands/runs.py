@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -65,15 +66,26 @@ def list_runs(
     ctx: typer.Context,
     status: Annotated[str | None, typer.Option("--status", help="Only this status.")] = None,
     name: Annotated[
-        str | None, typer.Option("--name", help="Only workflow names containing this.")
+        str | None,
+        typer.Option("--name", help="Only workflows whose name, full or as shown, contains this."),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=10_000, help="At most this many (a page).")
+    ] = 50,
+    after: Annotated[
+        str | None,
+        typer.Option("--after", metavar="RUN_ID", help="The next page: runs older than this one."),
+    ] = None,
 ) -> None:
-    """List runs, newest first.
+    """List runs, newest first, a page at a time.
+
+    When more runs match than --limit, stderr says how to get the next page (`--after` the
+    last run shown).
 
     [bold]Examples[/bold]
       wfctl runs list
       wfctl runs list --status failed --name checkout
+      wfctl runs list --limit 100 --after wrun_01J...
       wfctl --format json runs list --limit 10
     """
     st = state(ctx)
@@ -81,9 +93,14 @@ def list_runs(
     if status is not None and status not in STATUSES:
         raise UsageError(f"unknown status {status!r}", hint=f"one of: {', '.join(STATUSES)}")
     with runtime_store(st, reading=True) as store:
-        rows = store.conn.execute(
-            sql.load("runtime/list_runs"), {"status": status, "name": name, "limit": limit}
-        ).fetchall()
+        if after is not None:
+            found = store.conn.execute(sql.load("runtime/run_exists"), {"run_id": after})
+            if not found.fetchone()[0]:  # type: ignore[index]
+                raise UsageError(f"--after: no run {after}", hint="give a run id the list showed")
+        params = {"status": status, "name": name, "after": after, "limit": limit + 1}
+        rows = store.conn.execute(sql.load("runtime/list_runs"), params).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
     items = [
         {
             "id": r[0],
@@ -97,15 +114,23 @@ def list_runs(
     ]
     if fmt is Format.JSON:
         st.output.json(items)
-        return
-    st.output.table(
-        ["id", "status", "workflow", "created", "error"],
-        [
-            (i["id"], i["status"], short_name(i["name"]), i["created_at"], i["error_code"])
-            for i in items
-        ],
-        optional=("workflow", "created"),
-    )
+    else:
+        st.output.table(
+            ["id", "status", "workflow", "created", "error"],
+            [
+                (i["id"], i["status"], short_name(i["name"]), i["created_at"], i["error_code"])
+                for i in items
+            ],
+            optional=("workflow", "created"),
+        )
+    if more:
+        again = ["wfctl runs list"]
+        again += [f"--status {status}"] if status else []
+        again += [f"--name {shlex.quote(name)}"] if name else []
+        again += [f"--limit {limit}"] if limit != 50 else []
+        st.output.message(
+            f"more runs match; next page: {' '.join(again)} --after {items[-1]['id']}"
+        )
 
 
 @runs_app.command("show")
