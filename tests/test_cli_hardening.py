@@ -261,3 +261,28 @@ def test_runs_list_pages_with_a_cursor_and_matches_the_shown_name(run_cli, world
     _, out, _ = run_cli("runs", "list", "--name", "shop.flows.checkout", "-o", "json")
     assert len(json.loads(out)) == 7
     assert run_cli("runs", "list", "--after", "wrun_nope")[0] == 64
+
+
+# -- migrate honours the global --lock-timeout -------------------------------------------------
+
+PACKAGE = "tests/fixtures/packages/shipped"
+
+
+@pytest.mark.parametrize(
+    "where, expected",
+    [
+        ((), 1000),
+        (("--lock-timeout", "250"), 250),  # before the command
+        (("@after", "--lock-timeout", "300"), 300),  # after it
+    ],
+)
+def test_migrate_uses_the_global_lock_timeout(run_cli, wfctl_world, where, expected) -> None:
+    args = ["--dsn", wfctl_world.dsn, "-o", "json"]
+    tail = ["migrate", "--online", "--swap", "--package", PACKAGE, "--dry-run"]
+    if where and where[0] == "@after":
+        tail += list(where[1:])
+    else:
+        args += list(where)
+    status, out, err = run_cli(*args, *tail)
+    assert status == 0, err
+    assert json.loads(out)["lock_timeout_ms"] == expected

@@ -62,6 +62,9 @@ class State:
 
     target: Target
     output: Output
+    # `--lock-timeout` was given (before or after the command), not left at its default:
+    # `migrate` then uses it for its exclusive statements instead of their shorter default
+    lock_timeout_given: bool = False
 
 
 def state(ctx: typer.Context) -> State:
@@ -137,4 +140,6 @@ def global_options(
         lock_ms=max(0, lock_timeout),
         connect_s=max(1, connect_timeout),
     )
-    ctx.obj = State(target=Target(resolve_dsn(dsn), timeouts), output=output)
+    source = ctx.get_parameter_source("lock_timeout")
+    given = getattr(source, "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
+    ctx.obj = State(Target(resolve_dsn(dsn), timeouts), output, lock_timeout_given=given)

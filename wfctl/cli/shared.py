@@ -80,6 +80,8 @@ def _late_limit(field: str) -> Any:
 
             limits = dataclasses.replace(st.target.timeouts, **{field: max(floor, value)})
             st.target = Target(st.target.dsn, limits)
+            if field == "lock_ms":
+                st.lock_timeout_given = True
 
     return late
 
