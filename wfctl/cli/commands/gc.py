@@ -133,9 +133,7 @@ def _print(output: Output, fmt: Format, report: gc.GcReport) -> None:
         f"(completed more than {format_duration(report.older_than)} ago)",
     ]
     if report.oldest is not None:
-        lines.append(
-            f"completions from {timestamp(report.oldest)} to {timestamp(report.newest)}"
-        )
+        lines.append(f"completions from {timestamp(report.oldest)} to {timestamp(report.newest)}")
     if report.by_status:
         lines.append(", ".join(f"{n:,} {status}" for status, n in report.by_status.items()))
     output.data("\n".join(lines))

@@ -102,9 +102,7 @@ def migrate(
         )
     # The exclusive catalog statements wait --lock-timeout per attempt (the global option,
     # before or after the command); left at its default, a shorter SWAP_LOCK_TIMEOUT_MS.
-    lock_timeout = (
-        st.target.timeouts.lock_ms if st.lock_timeout_given else SWAP_LOCK_TIMEOUT_MS
-    )
+    lock_timeout = st.target.timeouts.lock_ms if st.lock_timeout_given else SWAP_LOCK_TIMEOUT_MS
     if lock_timeout <= 0:
         raise UsageError(
             "--lock-timeout must be above 0 for migrate: without it the swap could queue every"
