@@ -286,3 +286,25 @@ def test_migrate_uses_the_global_lock_timeout(run_cli, wfctl_world, where, expec
     status, out, err = run_cli(*args, *tail)
     assert status == 0, err
     assert json.loads(out)["lock_timeout_ms"] == expected
+
+
+# -- doctor's text view fits 100 columns; --problems shows only what matters -------------------
+
+
+def test_doctor_text_fits_100_columns_and_problems_hides_the_quiet(
+    run_cli, world_env, monkeypatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    _hostile_run(world_env)  # WF101, with a long sample line
+    status, out, _ = run_cli("doctor", "--min-age", "0s", "--all")
+    assert status == 2
+    lines = out.splitlines()
+    assert all(len(line) <= 100 for line in lines), max(lines, key=len)
+    assert len(lines) < 40
+    assert any(line.startswith("WF101  critical") for line in lines)
+    assert any(line.startswith("ok (") and "WF104" in line for line in lines)
+    status, out, _ = run_cli("doctor", "--min-age", "0s", "--all", "--problems")
+    assert status == 2 and "WF101" in out and "WF104" not in out
+    assert "more checks: ok or not applicable" in out
+    _, plain, _ = run_cli("doctor", "--min-age", "0s", "--all", "--problems", "-o", "plain")
+    assert "WF101" in plain and "WF104" not in plain

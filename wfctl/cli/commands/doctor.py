@@ -111,6 +111,14 @@ def doctor_command(
             help="With --incremental: how far application hosts' clocks may lag the database's.",
         ),
     ] = "5m",
+    problems: Annotated[
+        bool,
+        typer.Option(
+            "--problems",
+            help="Text, plain, markdown: only the checks that found something or could not"
+            " run (the verdict and exit status still count every check).",
+        ),
+    ] = False,
 ) -> None:
     """Detect wedged runs: rows and events that disagree, runaway or missing wake-ups, drift.
 
@@ -124,6 +132,7 @@ def doctor_command(
       wfctl doctor --only WF112,WF131 --run wrun_01J...
       wfctl --format prometheus doctor --output /var/lib/node_exporter/wfctl.prom
       wfctl --format nagios doctor
+      wfctl doctor --problems
       wfctl doctor --explain WF112
       wfctl doctor --incremental          # cron: the findings of --all, cheaper
     """
@@ -159,7 +168,7 @@ def doctor_command(
                     report = _run(st.output, conn, world, checks, options, helpers)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "running doctor") from None
-    text = _render(st.output, fmt, report)
+    text = _render(st.output, fmt, report, problems)
     if output_file is not None:
         _write_atomically(output_file, text)
         st.output.message(f"wrote {output_file}")
@@ -242,7 +251,7 @@ def _run(
         return doctor.run(conn, world, checks, options, on_check, helpers=helpers)
 
 
-def _render(output: Output, fmt: Format, report: doctor.Report) -> str:
+def _render(output: Output, fmt: Format, report: doctor.Report, problems: bool = False) -> str:
     if fmt is Format.JSON:
         import json
 
@@ -253,7 +262,14 @@ def _render(output: Output, fmt: Format, report: doctor.Report) -> str:
         return doctor_render.prometheus(report)
     if fmt is Format.NAGIOS:
         return doctor_render.nagios(report)
-    output.table(doctor_render.HEADERS, doctor_render.rows(report), optional=("sample runs",))
+    if fmt is Format.TEXT:  # one line per check that matters: fits a terminal, not a page
+        return "\n".join(doctor_render.compact(report, min(output.out.width, 100), problems))
+    rows = doctor_render.rows(report)
+    if problems:
+        keep = {r.check.code for r in report.results if r.status not in doctor_render.QUIET}
+        keep |= {r.check.code for r in report.results if r.count or r.in_flight}
+        rows = [row for row in rows if row[0] in keep]
+    output.table(doctor_render.HEADERS, rows, optional=("sample runs",))
     return "\n".join(doctor_render.details(report))
 
 
