@@ -14,6 +14,7 @@ from typing import Annotated
 import psycopg
 import typer
 
+from wfctl.cli import complete
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
@@ -44,13 +45,19 @@ def doctor_command(
         bool, typer.Option("--all", help="Scan history too, not only pending/running runs.")
     ] = False,
     run: Annotated[
-        list[str] | None, typer.Option("--run", help="Only this run (repeatable); any status.")
+        list[str] | None,
+        typer.Option(
+            "--run", help="Only this run (repeatable); any status.", autocompletion=complete.run_ids
+        ),
     ] = None,
     since: Annotated[
         str | None, typer.Option("--since", help="Only runs created within this duration.")
     ] = None,
     only: Annotated[
-        list[str] | None, typer.Option("--only", help="Only these codes, e.g. WF112,WF131.")
+        list[str] | None,
+        typer.Option(
+            "--only", help="Only these codes, e.g. WF112,WF131.", autocompletion=complete.codes
+        ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="Samples kept per check.")] = 5,
     attempt_threshold: Annotated[
@@ -93,7 +100,13 @@ def doctor_command(
         ),
     ] = None,
     explain: Annotated[
-        str | None, typer.Option("--explain", metavar="CODE", help="Explain one finding code.")
+        str | None,
+        typer.Option(
+            "--explain",
+            metavar="CODE",
+            help="Explain one finding code.",
+            autocompletion=complete.codes,
+        ),
     ] = None,
     incremental: Annotated[
         bool,

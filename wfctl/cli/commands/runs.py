@@ -10,6 +10,7 @@ import psycopg
 import typer
 
 from wfctl import sql
+from wfctl.cli import complete
 from wfctl.cli.actions import (
     Batch,
     DryRun,
@@ -64,17 +65,29 @@ def show_value(value: Any) -> Any:
 @runs_app.command("list")
 def list_runs(
     ctx: typer.Context,
-    status: Annotated[str | None, typer.Option("--status", help="Only this status.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option("--status", help="Only this status.", autocompletion=complete.statuses),
+    ] = None,
     name: Annotated[
         str | None,
-        typer.Option("--name", help="Only workflows whose name, full or as shown, contains this."),
+        typer.Option(
+            "--name",
+            help="Only workflows whose name, full or as shown, contains this.",
+            autocompletion=complete.workflow_names,
+        ),
     ] = None,
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=10_000, help="At most this many (a page).")
     ] = 50,
     after: Annotated[
         str | None,
-        typer.Option("--after", metavar="RUN_ID", help="The next page: runs older than this one."),
+        typer.Option(
+            "--after",
+            metavar="RUN_ID",
+            help="The next page: runs older than this one.",
+            autocompletion=complete.run_ids,
+        ),
     ] = None,
 ) -> None:
     """List runs, newest first, a page at a time.
@@ -136,7 +149,7 @@ def list_runs(
 @runs_app.command("show")
 def show_run(
     ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", autocompletion=complete.run_ids)],
 ) -> None:
     """Show one run: its row, steps, waits, hooks and events, payloads decoded.
 
@@ -242,7 +255,9 @@ WHERE_HELP = (
 @runs_app.command("cancel")
 def cancel_run(
     ctx: typer.Context,
-    run_id: Annotated[str | None, typer.Argument(metavar="[RUN_ID]")] = None,
+    run_id: Annotated[
+        str | None, typer.Argument(metavar="[RUN_ID]", autocompletion=complete.run_ids)
+    ] = None,
     reason: Annotated[
         str | None,
         typer.Option("--reason", help="Recorded in run_cancelled (<= 512 chars) and the audit."),
@@ -428,7 +443,7 @@ def _print_bulk(st: State, report: bulk.BulkReport, sample: int) -> None:
 @runs_app.command("fork")
 def fork_run(
     ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", autocompletion=complete.run_ids)],
     from_step: Annotated[
         str | None,
         typer.Option(
