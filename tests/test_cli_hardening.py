@@ -308,3 +308,18 @@ def test_doctor_text_fits_100_columns_and_problems_hides_the_quiet(
     assert "more checks: ok or not applicable" in out
     _, plain, _ = run_cli("doctor", "--min-age", "0s", "--all", "--problems", "-o", "plain")
     assert "WF101" in plain and "WF104" not in plain
+
+
+# -- plans show values as JSON text, times in the one form ------------------------------------
+
+
+def test_repair_plans_show_json_values_with_iso_times() -> None:
+    from datetime import UTC, datetime
+
+    from wfctl.repair.base import NewEvent
+
+    when = datetime(2026, 12, 4, 19, 58, 10, 138000, tzinfo=UTC)
+    text = NewEvent("wait_created", "wait_x", {"resumeAt": when, "n": 3}, None).summary()
+    assert text == 'wait_created(wait_x) {resumeAt: "2026-12-04T19:58:10.138+00:00", n: 3}'
+    long = NewEvent("step_completed", "step_x", {"result": {"a": "x" * 200}}, None).summary()
+    assert "datetime.datetime" not in long and "(209 characters)" in long
