@@ -323,3 +323,21 @@ def test_repair_plans_show_json_values_with_iso_times() -> None:
     assert text == 'wait_created(wait_x) {resumeAt: "2026-12-04T19:58:10.138+00:00", n: 3}'
     long = NewEvent("step_completed", "step_x", {"result": {"a": "x" * 200}}, None).summary()
     assert "datetime.datetime" not in long and "(209 characters)" in long
+
+
+# -- after a successful migrate, doctor is clean ----------------------------------------------
+
+
+def test_doctor_is_clean_after_migrate_online(run_cli, wfctl_world) -> None:
+    dsn = ("--dsn", wfctl_world.dsn)
+    assert run_cli(*dsn, "doctor", "--all")[0] == 0
+    status, _, err = run_cli(*dsn, "migrate", "--online")
+    assert status == 0, err
+    status, out, err = run_cli(*dsn, "-o", "json", "doctor", "--all")
+    drift = next(c for c in json.loads(out)["checks"] if c["code"] == "WF151")
+    assert status == 0 and drift["count"] == 0, drift
+    # an INVALID leftover of that index is still reported
+    with wfctl_world.connect() as conn:
+        conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid ="
+                     " 'workflow.workflow_events_run_id_id_idx'::regclass")  # fmt: skip
+    assert run_cli(*dsn, "doctor", "--all")[0] != 0

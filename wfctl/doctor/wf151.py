@@ -23,7 +23,10 @@ class CatalogDriftCheck(Check):
     """Adds the column-by-column catalog comparison, which is Python (catalog.compare)."""
 
     def extra_findings(self, conn: psycopg.Connection[Any], era: str) -> Iterator[Finding]:
+        prepared = _prepared_key_index(conn)
         for d in catalog.compare(conn, "slot" if era == "slot" else "beta29"):
+            if prepared and d.change == "unexpected" and d.name == PREPARED_KEY_INDEX:
+                continue  # `wfctl migrate --online` built it; the package's 0019 adopts it
             if d.known:
                 severity, detail = Severity.INFO, f"{d.text} (added by upstream {d.known})"
             elif d.change == "unexpected":
@@ -32,6 +35,19 @@ class CatalogDriftCheck(Check):
             else:
                 severity, detail = Severity.CRITICAL, d.text
             yield Finding(self.code, None, f"{d.kind} {d.name}", None, False, detail, severity)
+
+
+# What `wfctl migrate --online` (prepare) leaves: the run-scoped key's unique index, built
+# concurrently, which the package's 0019 migration adopts as its key. Valid and exactly that
+# index, it is wfctl's own expected state, not drift (an INVALID one stays critical).
+PREPARED_KEY_INDEX = "workflow.workflow_events:workflow_events_run_id_id_idx"
+
+
+def _prepared_key_index(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the index `migrate --online` builds is there, valid, UNIQUE (run_id, id)."""
+    from wfctl.migrate import state  # catalog reads only
+
+    return state.read(conn).key_index_ok
 
 
 CHECK = CatalogDriftCheck(
