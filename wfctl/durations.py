@@ -37,7 +37,7 @@ def format_duration(delta: timedelta) -> str:
     """THE age form of every output: the two largest units, `1d 22h`, `46m 40s`, `10m`, `45s`
     (a zero second unit is left out). doctor's SQL spells the same form (WF135)."""
     seconds = max(0, int(delta.total_seconds()))
-    parts = []
+    parts: list[tuple[int, str]] = []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if seconds >= size or (parts and len(parts) < 2):
             parts.append((seconds // size, unit))
