@@ -34,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = _sigterm_as_interrupt()
     if os.environ.get(COMPLETE_VAR):
         _completion_protocol()
-    if any(a in ("-h", "--help") for a in args):
-        import_rich_help()
+    if not args or any(a in ("-h", "--help") for a in args):
+        import_rich_help()  # help is coming: typer's rich help, without its Markdown mode
     try:
         result = shared.build().main(args=args, prog_name="wfctl", standalone_mode=False)
     except WfctlError as exc:
