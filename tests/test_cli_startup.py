@@ -72,7 +72,7 @@ def test_doctor_imports_neither_alembic_nor_pydantic() -> None:
     # a DSN nobody listens on: the command fails to connect, after importing what it needs
     loaded = _modules("--dsn", "postgresql://nobody@127.0.0.1:9/none", "doctor")
     assert "wfctl.cli.commands.doctor" in loaded
-    assert not _tops(loaded) & {"alembic", "sqlalchemy", "pydantic", "tabulate"}
+    assert not _tops(loaded) & {"alembic", "sqlalchemy", "pydantic", "tabulate", "rich"}
     others = {m for m in loaded if m.startswith("wfctl.cli.commands.")}
     assert others == {"wfctl.cli.commands.doctor"}
 

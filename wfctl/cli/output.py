@@ -10,6 +10,7 @@ import enum
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -105,9 +106,15 @@ class Output:
             )
         return self.format
 
+    @property
+    def width(self) -> int:
+        """The terminal's width (COLUMNS when set; 80 off a terminal), without loading rich."""
+        return shutil.get_terminal_size((80, 24)).columns
+
     def message(self, text: str) -> None:
-        """A note for the human (stderr), never mixed into data."""
-        self.err.print(clean(text))
+        """A note for the human (stderr), never mixed into data: plain text, no markup."""
+        sys.stderr.write(clean(text) + "\n")
+        sys.stderr.flush()
 
     def debug(self, text: str) -> None:
         if self.verbose:

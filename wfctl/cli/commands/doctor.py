@@ -276,7 +276,7 @@ def _render(output: Output, fmt: Format, report: doctor.Report, problems: bool =
     if fmt is Format.NAGIOS:
         return doctor_render.nagios(report)
     if fmt is Format.TEXT:  # one line per check that matters: fits a terminal, not a page
-        return "\n".join(doctor_render.compact(report, min(output.out.width, 100), problems))
+        return "\n".join(doctor_render.compact(report, min(output.width, 100), problems))
     rows = doctor_render.rows(report)
     if problems:
         keep = {r.check.code for r in report.results if r.status not in doctor_render.QUIET}
