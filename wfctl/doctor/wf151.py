@@ -23,10 +23,11 @@ class CatalogDriftCheck(Check):
     """Adds the column-by-column catalog comparison, which is Python (catalog.compare)."""
 
     def extra_findings(self, conn: psycopg.Connection[Any], era: str) -> Iterator[Finding]:
-        prepared = _prepared_key_index(conn)
-        for d in catalog.compare(conn, "slot" if era == "slot" else "beta29"):
-            if prepared and d.change == "unexpected" and d.name == PREPARED_KEY_INDEX:
-                continue  # `wfctl migrate --online` built it; the package's 0019 adopts it
+        found = catalog.compare(conn, "slot" if era == "slot" else "beta29")
+        prepared = any(d.change == "unexpected" and d.name == PREPARED_KEY_INDEX for d in found)
+        if prepared and _prepared_key_index(conn):  # `migrate --online` built it; 0019 adopts it
+            found = [d for d in found if d.name != PREPARED_KEY_INDEX]
+        for d in found:
             if d.known:
                 severity, detail = Severity.INFO, f"{d.text} (added by upstream {d.known})"
             elif d.change == "unexpected":
