@@ -18,7 +18,7 @@ from wfctl.cli import complete
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
-from wfctl.doctor import incremental, registry
+from wfctl.doctor import registry
 from wfctl.doctor import render as doctor_render
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Check
@@ -204,6 +204,8 @@ def _incremental(
 
     On a hot standby nothing can be written: the pass starts from the last watermark the
     primary recorded (replicated here; a full pass when there is none) and records nothing."""
+    from wfctl.doctor import incremental  # ids/ulid: only this mode needs them
+
     with read_only(conn, snapshot=bool(helpers)):
         world = model.inspect(conn, with_drift=False)
         world.require_present()
