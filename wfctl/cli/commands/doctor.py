@@ -17,6 +17,7 @@ import typer
 from wfctl.cli import complete
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
+from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import registry
 from wfctl.doctor import render as doctor_render
@@ -220,7 +221,7 @@ def _incremental(
         saved = (
             "watermark saved" if done.saved else "watermark NOT advanced (a check could not run)"
         )
-    since = done.previous.verified_to if done.previous else None
+    since = timestamp(done.previous.verified_to) if done.previous else None
     what = (
         "full pass (no watermark yet)"
         if done.full
