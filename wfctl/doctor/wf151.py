@@ -63,6 +63,7 @@ CHECK = CatalogDriftCheck(
         "Objects a newer upstream migration adds (0018-0027: hook token retention, event "
         "slots, keyed stream append, invocations, resume ids, claimed_from, seq_in_band, "
         "timestamptz columns, snapshots) are info; any other addition is a warning naming it. "
+        "The valid UNIQUE (run_id, id) index `wfctl migrate --online` builds is not drift. "
         "Index predicates are compared by meaning, so a restored world is not drift.",
         why_stuck="beta.29's inserts and RETURNING clauses name those columns, so such a world "
         "fails on every run creation; an INVALID index is a half-built key swap.",
