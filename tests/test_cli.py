@@ -9,12 +9,12 @@ import sys
 import pytest
 
 from wfctl import __version__
-from wfctl.cli import main as _main  # noqa: F401  (registers every command)
+from wfctl.cli import main as _main  # noqa: F401
 from wfctl.cli import shared
 from wfctl.errors import ExitStatus
 
 # every registered top-level command (a new one is covered without editing this file)
-COMMANDS = sorted(shared.build().commands)
+COMMANDS = sorted(shared.build(load_all=True).commands)
 
 
 def test_version(run_cli) -> None:
@@ -75,9 +75,10 @@ def test_ctrl_c_exits_130_with_one_line(empty_db) -> None:
     env = {**os.environ, "WORKFLOW_POSTGRES_URL": empty_db.dsn}
     code = (
         "import psycopg, wfctl.cli.app as a\n"
+        "from wfctl.connection.dsn import resolve_dsn\n"
         "@a.app.command('nap')\n"
         "def nap() -> None:\n"
-        "    with psycopg.connect(a.resolve_dsn(None).conninfo) as c:\n"
+        "    with psycopg.connect(resolve_dsn(None).conninfo) as c:\n"
         "        c.execute('SELECT pg_sleep(30)')\n"
         "from wfctl.cli.main import run\n"
         "run()\n"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from wfctl.cli import main as _main  # noqa: F401  (registers every command)
+from wfctl.cli import main as _main  # noqa: F401
 from wfctl.cli import shared
 from wfctl.doctor import registry
 from wfctl.errors import ExitStatus
@@ -37,7 +37,7 @@ def _tree() -> list[tuple[tuple[str, ...], Any]]:
             found.append(((*path, name), sub))
             walk(sub, (*path, name))
 
-    walk(shared.build(), ())
+    walk(shared.build(load_all=True), ())
     return found
 
 

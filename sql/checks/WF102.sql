@@ -19,7 +19,8 @@ SELECT w.run_id,
        substring(w.wait_id FROM length(w.run_id) + 2) AS entity_id,
        w.created_at::timestamptz AS observed_at,
        w.created_at >= localtimestamp - %(min_age)s::interval AS in_flight,
-       format('wait %%s status %%s resume_at %%s', w.wait_id, w.status, w.resume_at) AS detail
+       format('wait %%s status %%s resume_at %%s', w.wait_id, w.status,
+              to_char(w.resume_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"')) AS detail
 FROM runs r
 JOIN workflow.workflow_waits w ON w.run_id = r.id
 WHERE NOT EXISTS (

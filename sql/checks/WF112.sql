@@ -24,7 +24,8 @@ SELECT w.run_id,
        to_timestamp(extract(epoch FROM coalesce(w.completed_at, w.updated_at))) AS observed_at,
        to_timestamp(extract(epoch FROM coalesce(w.completed_at, w.updated_at)))
            >= now() - %(min_age)s::interval AS in_flight,
-       format('wait %%s completed at %%s, no wait_completed event', w.wait_id, w.completed_at)
+       format('wait %%s completed at %%s, no wait_completed event', w.wait_id,
+              to_char(w.completed_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'))
            AS detail
 FROM runs r
 JOIN workflow.workflow_waits w ON w.run_id = r.id

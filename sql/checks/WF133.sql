@@ -45,8 +45,9 @@ SELECT r.id AS run_id,
               CASE WHEN w.wait_id IS NULL THEN ''
                    WHEN to_timestamp(extract(epoch FROM w.resume_at)) < now()
                        THEN format('; wait %%s overdue since %%s: nothing will deliver it',
-                                   w.wait_id, w.resume_at)
-                   ELSE format('; wait %%s due %%s', w.wait_id, w.resume_at) END) AS detail
+                                   w.wait_id, to_char(w.resume_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'))
+                   ELSE format('; wait %%s due %%s', w.wait_id, to_char(w.resume_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'))
+              END) AS detail
 FROM runs r
 CROSS JOIN LATERAL (
     SELECT EXISTS (SELECT 1 FROM workflow.workflow_hooks h WHERE h.run_id = r.id) AS hooked

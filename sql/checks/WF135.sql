@@ -49,10 +49,18 @@ SELECT l.run_id,
        l.id::text AS entity_id,
        l.locked_at AS observed_at,
        l.locked_at >= now() - %(min_age)s::interval AS in_flight,
-       format('job %%s (key %%s, attempt %%s of %%s) locked by %%s since %%s (%%s min); '
+       format('job %%s (key %%s, attempt %%s of %%s) locked by %%s since %%s (%%s); '
               'last event of the run at %%s; %%s other client session(s) on this database%%s',
-              l.id, l.key, l.attempts, l.max_attempts, l.locked_by, l.locked_at,
-              floor(extract(epoch FROM now() - l.locked_at) / 60), coalesce(e.last::text, 'never'),
+              l.id, l.key, l.attempts, l.max_attempts, l.locked_by,
+              to_char(l.locked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'),
+              -- the age as wfctl prints every age (durations.format_duration): `1d 22h`
+              regexp_replace(
+                  CASE WHEN a.s >= 86400 THEN format('%%sd %%sh', a.s / 86400, a.s %% 86400 / 3600)
+                       WHEN a.s >= 3600 THEN format('%%sh %%sm', a.s / 3600, a.s %% 3600 / 60)
+                       WHEN a.s >= 60 THEN format('%%sm %%ss', a.s / 60, a.s %% 60)
+                       ELSE format('%%ss', a.s) END, ' 0[dhms]$', ''),
+              coalesce(to_char(e.last::timestamptz AT TIME ZONE 'UTC',
+                               'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'), 'never'),
               s.others,
               CASE WHEN s.others = 0 THEN ': no worker is connected, the holder is dead'
                    WHEN l.locked_at < now() - %(lock_reset)s::interval
@@ -62,6 +70,9 @@ SELECT l.run_id,
 FROM locked l
 JOIN runs r ON r.id = l.run_id
 CROSS JOIN sessions s
+CROSS JOIN LATERAL (
+    SELECT floor(extract(epoch FROM now() - l.locked_at))::bigint AS s  -- held, in seconds
+) a
 LEFT JOIN LATERAL (
     SELECT max(ev.created_at) AS last
     FROM workflow.workflow_events ev

@@ -38,9 +38,22 @@ def test_python_run_forked_from_a_step(era: str, request, run_cli) -> None:
 
         status, plan, _ = _fork(run_cli, db, source, "--from-step", "3", "--dry-run")
         assert status == 0 and plan["applied"] is False and plan["copied_steps"] == 2
+        runs_before = db.scalar("SELECT count(*) FROM workflow.workflow_runs")
+        status, plan, _ = _fork(run_cli, db, source, "--from-step", "3")  # dry run by default
+        assert status == 0 and plan["applied"] is False and plan["audit_id"] is None
+        assert db.scalar("SELECT count(*) FROM workflow.workflow_runs") == runs_before
         assert plan["queue"] == "default"  # the source ended: its queue row is gone
         status, out, err = _fork(
-            run_cli, db, source, "--from-step", "3", "--queue", "payments", "--reason", "redo"
+            run_cli,
+            db,
+            source,
+            "--from-step",
+            "3",
+            "--queue",
+            "payments",
+            "--apply",
+            "--reason",
+            "redo",
         )
         assert status == 0, err
         fork = out["run_id"]
@@ -60,9 +73,10 @@ def test_python_run_forked_from_a_step(era: str, request, run_cli) -> None:
     )
 
     for args, code, needle in (
-        (("--from-step", "9", "--reason", "r"), 64, "has 4 steps"),
+        (("--from-step", "9", "--apply", "--reason", "r"), 64, "has 4 steps"),
         (("--from-step", "step_NOPE", "--reason", "r"), 64, "no such step"),
-        (("--from-step", "1"), 64, "--reason"),
+        (("--from-step", "1", "--apply"), 64, "--reason"),
+        (("--apply", "--dry-run", "--reason", "r"), 64, "exclude"),
     ):
         status, _, err = _fork(run_cli, db, source, *args)
         assert status == code and needle in err, (args, err)
@@ -79,9 +93,13 @@ def test_fork_refuses_hooks_in_the_prefix(wfctl_world: Db, run_cli) -> None:
         store.resume_hook("approve-k", serde.dumps("yes", "the payload"))
         assert ex.drive(source, timeout=10).status == "completed"
         ex.close()
-    status, _, err = _fork(run_cli, wfctl_world, source, "--from-step", "2", "--reason", "r")
+    status, _, err = _fork(
+        run_cli, wfctl_world, source, "--from-step", "2", "--apply", "--reason", "r"
+    )
     assert status == 2 and "hook" in err, err
-    status, out, err = _fork(run_cli, wfctl_world, source, "--from-step", "1", "--reason", "r")
+    status, out, err = _fork(
+        run_cli, wfctl_world, source, "--from-step", "1", "--apply", "--reason", "r"
+    )
     assert status == 0 and out["copied_steps"] == 0, err
 
 
@@ -90,9 +108,11 @@ def test_node_run_rerun_from_the_start(real_world: Db, run_cli) -> None:
     real = rw.RealWorld(real_world.dsn)
     source = real.complete_run_with_steps(2)
     assert run_cli("--dsn", real_world.dsn, "bootstrap")[0] == 0
-    status, _, err = _fork(run_cli, real_world, source, "--from-step", "1", "--reason", "r")
+    status, _, err = _fork(
+        run_cli, real_world, source, "--from-step", "1", "--apply", "--reason", "r"
+    )
     assert status == 2 and "Node run" in err
-    status, out, err = _fork(run_cli, real_world, source, "--reason", "rerun")
+    status, out, err = _fork(run_cli, real_world, source, "--apply", "--reason", "rerun")
     assert status == 0, err
     fork = out["run_id"]
     assert out["runtime"] == "node" and out["queue"] == "workflow_flows"

@@ -160,7 +160,7 @@ def test_unlock_dead_worker_releases_its_job_then_repairs(world, real_world, app
     status, report = apply(real_world, "--only", "WF101")
     assert status == 2
     reason = report["items"][0]["reason"]
-    assert "locked by worker-dead since" in reason and "(5 min)" in reason
+    assert "locked by worker-dead since" in reason and "(5m)" in reason
     assert "--unlock-older-than 5m" in reason
     status, report = apply(real_world, "--only", "WF101", "--unlock-dead-worker", "worker-dead")
     assert status == 0 and outcomes(report) == {"WF135": ["applied"], "WF101": ["applied"]}

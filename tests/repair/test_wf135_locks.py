@@ -42,7 +42,7 @@ def test_unlock_older_than_shows_then_releases_only_old_locks(
     status, report = repair(real_world, "--unlock-older-than", "30m", "--only", "WF101")
     planned = [i for i in report["items"] if i["code"] == "WF135"]
     assert [(i["entity_id"], i["outcome"]) for i in planned] == [(str(dead_job), "planned")]
-    assert "held by worker-dead for 40 min" in planned[0]["actions"][0]
+    assert "held by worker-dead for 40m" in planned[0]["actions"][0]
     assert locks(real_world) == before and audit(real_world) == []
 
     status, report = apply(real_world, "--unlock-older-than", "30m", "--only", "WF101")

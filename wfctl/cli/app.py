@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wfctl import __version__
 from wfctl.cli.output import Format, Output
-from wfctl.connection.db import Target, Timeouts
-from wfctl.connection.dsn import resolve_dsn
+from wfctl.cli.registry import LazyGroup
+
+if TYPE_CHECKING:
+    from wfctl.connection.db import Target
 
 HELP = """\
 wfctl keeps self-hosted @workflow/world-postgres worlds healthy.
@@ -51,6 +53,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    cls=LazyGroup,  # imports a command's module only when that command is used
 )
 
 
@@ -60,6 +63,9 @@ class State:
 
     target: Target
     output: Output
+    # `--lock-timeout` was given (before or after the command), not left at its default:
+    # `migrate` then uses it for its exclusive statements instead of their shorter default
+    lock_timeout_given: bool = False
 
 
 # Formats read by programs (cron, Nagios, Prometheus, jq): never answered from the embedded
@@ -134,10 +140,16 @@ def global_options(
     if ctx.invoked_subcommand is None and not ctx.resilient_parsing:
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
+    # imported here, not above: `--version`, `--help` and completion never connect
+    from wfctl.connection.db import Target, Timeouts
+    from wfctl.connection.dsn import resolve_dsn
+
     output = Output(format=output_format, no_color=no_color, verbose=verbose)
     timeouts = Timeouts(
         statement_ms=max(0, statement_timeout),
         lock_ms=max(0, lock_timeout),
         connect_s=max(1, connect_timeout),
     )
-    ctx.obj = State(target=Target(resolve_dsn(dsn), timeouts), output=output)
+    source = ctx.get_parameter_source("lock_timeout")
+    given = getattr(source, "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
+    ctx.obj = State(Target(resolve_dsn(dsn), timeouts), output, lock_timeout_given=given)

@@ -8,6 +8,7 @@ for the traceback.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import sys
@@ -18,22 +19,12 @@ from typing import Any
 import typer
 
 from wfctl.cli import shared
-from wfctl.cli.commands import (  # noqa: F401  (importing a command module registers it)
-    bootstrap,
-    completion,
-    doctor,
-    embedded,
-    gc,
-    hooks,
-    info,
-    migrate,
-    repair,
-    runs,
-    worker,
-)
-from wfctl.cli.commands import run as _run_command  # noqa: F401  (`run` is also this module's entry)
-from wfctl.connection.dsn import mask_text
+from wfctl.cli.coerce import PlainValueError, import_rich_help
+from wfctl.cli.output import clean
 from wfctl.errors import ExitStatus, WfctlError
+
+# Command modules are imported by the root group when their command is used
+# (wfctl.cli.registry): `wfctl --version` and `--help` load none of them.
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,12 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") or a.startswith("-vv") for a in args)
     previous = _sigterm_as_interrupt()
+    if os.environ.get(COMPLETE_VAR):
+        _completion_protocol()
+    if not args or any(a in ("-h", "--help") for a in args):
+        import_rich_help()  # help is coming: typer's rich help, without its Markdown mode
     try:
         result = shared.build().main(args=args, prog_name="wfctl", standalone_mode=False)
     except WfctlError as exc:
         if verbose:
             traceback.print_exc()
-        print(exc.one_line(), file=sys.stderr)
+        print(clean(exc.one_line(), one_line=True), file=sys.stderr)
         return int(exc.status)
     except typer.Exit as exc:
         return int(exc.exit_code)
@@ -57,14 +52,16 @@ def main(argv: list[str] | None = None) -> int:
         if _is_usage_error(exc):
             if type(exc).__name__ == "NoArgsIsHelpError":
                 return int(ExitStatus.OK)  # `wfctl runs`: the group's help is already printed
-            print(f"wfctl: error: {usage_line(exc)}", file=sys.stderr)
+            print(clean(f"wfctl: error: {usage_line(exc)}", one_line=True), file=sys.stderr)
             return int(ExitStatus.USAGE)
         # Anything else is a bug: still one line, still no secrets.
+        from wfctl.connection.dsn import mask_text
+
         if verbose:
             traceback.print_exc()
         text = mask_text(f"{type(exc).__name__}: {exc}".splitlines()[0], "")
         print(
-            f"wfctl: error: internal error: {text} (hint: rerun with -v and report it)",
+            clean(f"wfctl: error: internal error: {text} (hint: rerun with -v and report it)"),
             file=sys.stderr,
         )
         return int(ExitStatus.UNKNOWN)
@@ -75,6 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     if status == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent exit 130
         print("wfctl: interrupted", file=sys.stderr)
     return status
+
+
+COMPLETE_VAR = "_WFCTL_COMPLETE"  # the shell scripts ask for candidates through it
+
+
+def _completion_protocol() -> None:
+    """Tab completion asks wfctl for candidates: typer's bash/zsh/fish answer formats."""
+    # Re-exported by typer.completion, not in its __all__ (see wfctl.cli.commands.completion)
+    from typer.completion import completion_init  # type: ignore[attr-defined]
+
+    completion_init()
 
 
 def _is_usage_error(exc: Exception) -> bool:
@@ -95,7 +103,9 @@ def usage_line(exc: Any) -> str:
     command = ctx.command_path if ctx is not None else "wfctl"
     param = getattr(exc, "param", None)
     cause = exc.__cause__
-    if param is not None and cause is not None and callable(getattr(cause, "errors", None)):
+    if param is not None and isinstance(cause, PlainValueError):
+        message = f"{_param_name(param)}: {cause}"
+    elif param is not None and cause is not None and callable(getattr(cause, "errors", None)):
         message = f"{_param_name(param)}: {_plain(cause.errors()[0])}"
     else:
         message = " ".join(exc.format_message().split())

@@ -10,18 +10,19 @@ import enum
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from tabulate import tabulate
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from wfctl.clock import timestamp
 from wfctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # A token holding a ULID-sized body (run/step/hook/event ids, `evnt_` slots, worker ids):
 # tables never cut one, whatever the terminal width.
@@ -29,6 +30,25 @@ _ID_TOKEN = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 # A timestamp in THE form (clock.timestamp) is read as one word too: folded, it misreads.
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$")
 _CELL_BORDER = 3  # rich: one space of padding each side plus the column rule
+# What a stored name, error code or --reason may hold that a terminal would obey: C0/C1
+# controls (escape sequences, carriage return, bell), DEL, and the bidi/line-separator marks
+# that reorder or split what is shown. Text output shows them as `\xNN` / `\uNNNN`.
+_UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_UNSAFE_TEXT = re.compile(f"[{_UNSAFE}]")
+_UNSAFE_CELL = re.compile(f"[\t\n{_UNSAFE}]")  # a cell is one line
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(text: str, *, one_line: bool = False) -> str:
+    """`text` safe for a terminal: control characters shown as escapes, never obeyed.
+
+    Every text renderer (tables, plain lines, messages, error lines) goes through it; JSON
+    is exact (json.dumps escapes control characters itself)."""
+    return (_UNSAFE_CELL if one_line else _UNSAFE_TEXT).sub(_escape, text)
 
 
 def _jsonable(value: Any) -> Any:
@@ -61,13 +81,21 @@ class Output:
     format: Format = Format.TEXT
     no_color: bool = False
     verbose: int = 0
-    out: Console = field(init=False)
-    err: Console = field(init=False)
 
-    def __post_init__(self) -> None:
+    # rich is imported at the first table or message, not when the options are parsed
+    @cached_property
+    def out(self) -> Console:
+        return self._console(sys.stdout)
+
+    @cached_property
+    def err(self) -> Console:
+        return self._console(sys.stderr)
+
+    def _console(self, file: Any) -> Console:
+        from rich.console import Console
+
         no_color = self.no_color or bool(os.environ.get("NO_COLOR"))
-        self.out = Console(file=sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
-        self.err = Console(file=sys.stderr, no_color=no_color, highlight=False, soft_wrap=True)
+        return Console(file=file, no_color=no_color, highlight=False, soft_wrap=True)
 
     def require(self, *allowed: Format) -> Format:
         """Refuse a format the current command does not produce (usage error, exit 64)."""
@@ -78,16 +106,23 @@ class Output:
             )
         return self.format
 
+    @property
+    def width(self) -> int:
+        """The terminal's width (COLUMNS when set; 80 off a terminal), without loading rich."""
+        return shutil.get_terminal_size((80, 24)).columns
+
     def message(self, text: str) -> None:
-        """A note for the human (stderr), never mixed into data."""
-        self.err.print(text)
+        """A note for the human (stderr), never mixed into data: plain text, no markup."""
+        sys.stderr.write(clean(text) + "\n")
+        sys.stderr.flush()
 
     def debug(self, text: str) -> None:
         if self.verbose:
-            self.err.print(f"[dim]{text}[/dim]")
+            self.err.print(f"[dim]{clean(text)}[/dim]")
 
     def data(self, text: str) -> None:
-        """Primary data, verbatim (no markup interpretation)."""
+        """Primary data, verbatim (no markup interpretation; control characters escaped)."""
+        text = clean(text)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
 
@@ -114,6 +149,8 @@ class Output:
             self.data(f"{title}: none" if title else "none")
             return
         if self.format is not Format.TEXT:
+            from tabulate import tabulate
+
             fmt = "github" if self.format is Format.MARKDOWN else "plain"
             self.data(tabulate(cells, headers=list(headers), tablefmt=fmt))
             return
@@ -127,6 +164,8 @@ class Output:
                 return
             shown.remove(spare[0])
             left_out.append(spare[0])
+        from rich.table import Table
+
         table = Table(title=title or None, show_lines=False)
         columns = [headers.index(h) for h in shown]
         for i in columns:
@@ -134,8 +173,10 @@ class Output:
                 table.add_column(headers[i], no_wrap=True, min_width=_id_width(cells, i))
             else:
                 table.add_column(headers[i], overflow="fold")
-        for row in cells:
-            table.add_row(*(row[i] for i in columns))
+        from rich.text import Text
+
+        for row in cells:  # Text: a stored "[red]" is shown, not taken as rich markup
+            table.add_row(*(Text(row[i]) for i in columns))
         self.out.print(table)
         if left_out:
             self.message(
@@ -166,7 +207,8 @@ class Output:
 
 
 def _cell(value: Any) -> str:
-    return timestamp(value) or "" if isinstance(value, datetime) else str(value)
+    text = timestamp(value) or "" if isinstance(value, datetime) else str(value)
+    return clean(text, one_line=True)
 
 
 def _id_width(cells: list[list[str]], column: int) -> int:

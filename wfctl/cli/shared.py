@@ -27,9 +27,8 @@ import typer
 import typer.main
 
 from wfctl.cli.app import DSN_HELP, FORMAT_FLAGS, FORMAT_HELP, State, app
+from wfctl.cli.coerce import fast
 from wfctl.cli.output import Format
-from wfctl.connection.db import Target
-from wfctl.connection.dsn import resolve_dsn
 
 PANEL = "Global options (also accepted before the command)"
 NO_SHARED_OPTIONS = frozenset({"wfctl completion"})
@@ -64,6 +63,9 @@ def _late_dsn(ctx: typer.Context, value: str | None) -> None:
     """`COMMAND --dsn URL`: the same as `wfctl --dsn URL COMMAND`, and wins over it."""
     st = _root_state(ctx)
     if st is not None and value:
+        from wfctl.connection.db import Target
+        from wfctl.connection.dsn import resolve_dsn
+
         st.target = Target(resolve_dsn(value), st.target.timeouts)
 
 
@@ -74,8 +76,12 @@ def _late_limit(field: str) -> Any:
     def late(ctx: typer.Context, value: int | None) -> None:
         st = _root_state(ctx)
         if st is not None and value is not None:
+            from wfctl.connection.db import Target
+
             limits = dataclasses.replace(st.target.timeouts, **{field: max(floor, value)})
             st.target = Target(st.target.dsn, limits)
+            if field == "lock_ms":
+                st.lock_timeout_given = True
 
     return late
 
@@ -132,12 +138,33 @@ def shared_params() -> list[Any]:
     return list(typer.main.get_command(_carrier).params)
 
 
-def build() -> Any:
-    """The click command tree of `app` with shared options, placeholders and re-flowed help."""
+_SHARED: list[Any] = []
+
+
+def build(load_all: bool = False) -> Any:
+    """The click command tree of `app` with shared options, placeholders and re-flowed help.
+
+    Commands whose modules are not imported yet are loaded by the root group when resolved
+    (`wfctl.cli.registry`); `load_all` imports every one first (tests walk the whole tree).
+    """
+    if load_all:
+        from wfctl.cli.registry import load_all as import_commands
+
+        import_commands()
     root = typer.main.get_command(app)
-    shared = shared_params()
-    _visit(root, "wfctl", shared, is_root=True)
+    _visit(root, "wfctl", _shared(), is_root=True)
     return root
+
+
+def decorate(command: Any, path: str) -> None:
+    """Shared options and help fixes for a command the root group loaded lazily."""
+    _visit(command, path, _shared())
+
+
+def _shared() -> list[Any]:
+    if not _SHARED:
+        _SHARED.extend(shared_params())
+    return _SHARED
 
 
 def _visit(command: Any, path: str, shared: list[Any], *, is_root: bool = False) -> None:
@@ -156,6 +183,7 @@ def _visit(command: Any, path: str, shared: list[Any], *, is_root: bool = False)
                 command.params.append(param)
     for param in command.params:
         placeholder(param)
+        fast(param)
     command.get_help_option = _flag_help_option(command.get_help_option)
     for name, sub in getattr(command, "commands", {}).items():
         _visit(sub, f"{path} {name}", shared)
@@ -168,6 +196,7 @@ def _flag_help_option(original: Any) -> Any:
         option = original(ctx)
         if option is not None:
             option.metavar = ""
+            fast(option)
         return option
 
     return get_help_option

@@ -8,6 +8,7 @@ turns driver errors into one-line `WfctlError`s that never contain a password.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -121,14 +122,37 @@ def connect_error(exc: psycopg.Error, target: Target) -> WfctlError:
     return WfctlError(msg, hint=hint, status=ExitStatus.UNKNOWN)
 
 
+_DENIED = re.compile(
+    r"permission denied for (schema|table|relation|sequence|database|function) (\S+)"
+)
+_OWNER = re.compile(r"must be owner of (?:table|relation|index|schema|database) (\S+)")
+
+
+def grant_hint(text: str) -> str:
+    """What to grant, read from the server's "permission denied for ..." message."""
+    denied = _DENIED.search(text)
+    if denied:
+        kind, name = denied.groups()
+        kind = "table" if kind == "relation" else kind
+        what = {
+            "schema": "USAGE (CREATE to create objects) ON SCHEMA",
+            "table": "SELECT (INSERT, UPDATE, DELETE to write) ON TABLE",
+            "sequence": "USAGE, SELECT ON SEQUENCE",
+            "database": "CREATE ON DATABASE",
+            "function": "EXECUTE ON FUNCTION",
+        }[kind]
+        return f"grant {what} {name} to this role, or connect as a role that has it"
+    owner = _OWNER.search(text)
+    if owner:
+        return f"connect as the owner of {owner.group(1)} (or a member of its owning role)"
+    return "connect as a role with the privileges docs/cli.md lists for this command"
+
+
 def query_error(exc: psycopg.Error, target: Target, doing: str = "querying") -> WfctlError:
     """Classify a failure after connecting: privilege, timeout, or anything else."""
     text = mask_text(_one_line(exc), target.dsn.conninfo)
     if isinstance(exc, pgerrors.InsufficientPrivilege):
-        return WfctlError(
-            f"insufficient privilege while {doing}: {text}",
-            hint="grant USAGE and SELECT on schemas workflow, workflow_drizzle, graphile_worker",
-        )
+        return WfctlError(f"insufficient privilege while {doing}: {text}", hint=grant_hint(text))
     if isinstance(exc, pgerrors.QueryCanceled):
         return WfctlError(
             f"statement timeout while {doing}: {text}",

@@ -243,3 +243,44 @@ def nagios(report: Report) -> str:
 
 def _counted(result: CheckResult) -> bool:
     return result.status not in (Status.UNKNOWN, Status.NOT_APPLICABLE)
+
+
+QUIET = (Status.OK, Status.NOT_APPLICABLE)
+
+
+def compact(report: Report, width: int, problems_only: bool = False) -> Iterator[str]:
+    """The text view: one line per check that found something, could not run or is info,
+    then the quiet ones collapsed into a line per status (ok, not applicable: the codes and
+    why), then the remedies and samples. Fits `width` (lines wrap at spaces, ids whole);
+    `problems_only` drops the quiet lines (`doctor --problems`)."""
+    import textwrap
+
+    loud = [r for r in report.results if r.status not in QUIET or r.count or r.in_flight]
+    for r in loud:
+        found = plural(r.count, "finding")
+        if r.in_flight:
+            found += f", {r.in_flight} in flight"
+        title = f"{r.check.title} ({r.message})" if r.message else r.check.title
+        head = f"{r.check.code:<6} {r.status.value:<8} {found:<24} "
+        yield from textwrap.wrap(
+            head + title, width=width, subsequent_indent=" " * len(head), break_on_hyphens=False
+        ) or [head]
+    for status in QUIET:
+        same = [r for r in report.results if r.status is status and r not in loud]
+        if not same or problems_only:
+            continue
+        by_reason: dict[str, list[str]] = {}
+        for r in same:
+            by_reason.setdefault(r.message or "", []).append(r.check.code)
+        parts = [" ".join(codes) + (f" ({why})" if why else "") for why, codes in by_reason.items()]
+        text = f"{status.value.replace('_', ' ')} ({len(same)}): " + "; ".join(parts)
+        yield from textwrap.wrap(text, width=width, subsequent_indent="  ", break_on_hyphens=False)
+    quiet = len(report.results) - len(loud)
+    if problems_only and quiet:
+        yield f"({plural(quiet, 'more check')}: ok or not applicable)"
+    for line in details(report):  # ids stay whole: only spaces break a line
+        indent = "      " if line.startswith("  ") else "  "
+        yield from textwrap.wrap(
+            line, width=width, subsequent_indent=indent, break_long_words=False,
+            break_on_hyphens=False, drop_whitespace=True,
+        ) or [line]  # fmt: skip

@@ -25,7 +25,11 @@ class CatalogDriftCheck(Check):
 
     def extra_findings(self, conn: psycopg.Connection[Any], release: Release) -> Iterator[Finding]:
         later = later_objects(release)
-        for d in catalog.compare(conn, release.catalog):
+        found = catalog.compare(conn, release.catalog)
+        prepared = any(d.change == "unexpected" and d.name == PREPARED_KEY_INDEX for d in found)
+        if prepared and _prepared_key_index(conn):  # `migrate --online` built it; 0019 adopts it
+            found = [d for d in found if d.name != PREPARED_KEY_INDEX]
+        for d in found:
             if d.known:
                 severity, detail = Severity.INFO, f"{d.text} (added by upstream {d.known})"
             elif d.change == "unexpected" and (d.kind, d.name) in later:
@@ -37,6 +41,19 @@ class CatalogDriftCheck(Check):
             else:
                 severity, detail = Severity.CRITICAL, d.text
             yield Finding(self.code, None, f"{d.kind} {d.name}", None, False, detail, severity)
+
+
+# What `wfctl migrate --online` (prepare) leaves: the run-scoped key's unique index, built
+# concurrently, which the package's 0019 migration adopts as its key. Valid and exactly that
+# index, it is wfctl's own expected state, not drift (an INVALID one stays critical).
+PREPARED_KEY_INDEX = "workflow.workflow_events:workflow_events_run_id_id_idx"
+
+
+def _prepared_key_index(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the index `migrate --online` builds is there, valid, UNIQUE (run_id, id)."""
+    from wfctl.migrate import state  # catalog reads only
+
+    return state.read(conn).key_index_ok
 
 
 CHECK = CatalogDriftCheck(
@@ -53,6 +70,7 @@ CHECK = CatalogDriftCheck(
         "Objects a newer upstream migration adds (0018-0027: hook token retention, event "
         "slots, keyed stream append, invocations, resume ids, claimed_from, seq_in_band, "
         "timestamptz columns, snapshots) are info; any other addition is a warning naming it. "
+        "The valid UNIQUE (run_id, id) index `wfctl migrate --online` builds is not drift. "
         "Index predicates are compared by meaning, so a restored world is not drift.",
         why_stuck="beta.29's inserts and RETURNING clauses name those columns, so such a world "
         "fails on every run creation; an INVALID index is a half-built key swap.",

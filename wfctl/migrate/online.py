@@ -617,10 +617,11 @@ class OnlineMigration:
             ) from None
         except psycopg.Error as exc:
             err = query_error(exc, self.target, "building workflow_events_run_id_id_idx")
-            err.hint = (
-                "the interrupted build left an INVALID index; rerun `wfctl migrate --online`, "
-                "it drops and rebuilds it"
-            )
+            if _invalid_key_index(conn):  # said only when the failed build left one
+                err.hint = (
+                    "the interrupted build left an INVALID index; rerun `wfctl migrate --online`,"
+                    " it drops and rebuilds it"
+                )
             raise err from None
         return 1
 
@@ -818,3 +819,12 @@ def _swap_advice(plan: SwapPlan, dry_run: bool) -> str:
         f"run the package's migrator for what remains ({tags}); wfctl does not apply "
         "migrations it does not replace"
     )
+
+
+def _invalid_key_index(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an INVALID workflow_events_run_id_id_idx exists (after a failed build)."""
+    try:
+        row = conn.execute(sql.load("migrate/key_index_invalid")).fetchone()
+    except psycopg.Error:
+        return True  # cannot tell: the rerun advice is harmless
+    return bool(row and row[0])

@@ -13,6 +13,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from wfctl import sql
+from wfctl.clock import timestamp
 
 OLD_KEY = ("workflow_events_pkey", "PRIMARY KEY (id)")
 NEW_KEY = ("workflow_events_run_id_id_pk", "PRIMARY KEY (run_id, id)")
@@ -133,7 +134,7 @@ def advisory_holder(conn: psycopg.Connection[Any]) -> Session | None:
         row = cur.execute(sql.load("migrate/advisory_holder")).fetchone()
     if row is None:
         return None
-    since = row["backend_start"].strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+    since = timestamp(row["backend_start"])
     where = f", from {row['client_addr']}" if row["client_addr"] else ""
     detail = f"{where}, connected since {since}"
     if row["query"] and row["state"] == "active":

@@ -347,3 +347,23 @@ class Wake(Action):
 
 
 ACTIONS: dict[str, Action] = {"cancel": Cancel(), "wake": Wake()}
+
+
+def cancel_one(store: Store, run_id: str, reason: str) -> tuple[str, int | None]:
+    """`runs cancel RUN_ID`: the cancel and its audit row in one transaction, as each run of
+    a `--where` cancel. Returns the status found and the audit row id (None: the run had
+    already ended, nothing written). LookupError when there is no such run."""
+    audit.require(store.conn)
+    with store.conn.transaction():
+        before, event_id = store.cancel_in_transaction(run_id, reason or None)
+        if event_id is None:
+            return before, None
+        audit_id = audit.record(
+            store.conn,
+            action="cancel",
+            run_id=run_id,
+            reason=reason,
+            details={"status_before": before, "single_run": True},
+            event_ids=[event_id],
+        )
+    return before, audit_id

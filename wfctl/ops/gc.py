@@ -158,8 +158,8 @@ def collect(
 ) -> GcReport:
     """Delete the candidates batch by batch (see the module docstring). `conn` must be in
     autocommit mode: each batch is its own transaction. `on_start` sees the candidate count
-    before anything is deleted; `on_batch` sees the report after every committed batch."""
-    audit.require(conn)
+    before anything is deleted (and before the audit schema is created where missing: a
+    refusal there writes nothing); `on_batch` sees the report after every committed batch."""
     started = time.perf_counter()
     deadline = None if options.max_time is None else started + options.max_time.total_seconds()
     with flight.single_flight(conn, flight.GC, "wfctl gc"):
@@ -170,6 +170,8 @@ def collect(
             report.candidates = _count_and_rewind(conn)
             if on_start:
                 on_start(report)
+            if report.candidates:
+                audit.require(conn)
             while True:
                 if deadline is not None and time.perf_counter() >= deadline:
                     report.stopped = "time budget (--max-time) reached; rerun to continue"

@@ -9,6 +9,7 @@ actions, or a `Refused` with the reason.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from wfctl import sql
+from wfctl.clock import timestamp
 from wfctl.doctor import specs
 from wfctl.doctor.base import Finding
 from wfctl.world import codec
@@ -34,6 +36,23 @@ class Superseded(Refused):
     healed this finding (a slot-log rewrite heals WF121, WF122 and WF123 at once)."""
 
 
+def shown(value: Any, limit: int = 80) -> str:
+    """A payload value in a plan: JSON text (times in THE timestamp form, bytes described),
+    whole up to `limit` characters; a longer one is cut and says its full length."""
+    if isinstance(value, datetime):
+        return json.dumps(timestamp(value))
+    if isinstance(value, bytes | bytearray):
+        return codec.describe(value, limit)
+
+    def other(v: Any) -> Any:
+        if isinstance(v, datetime):
+            return timestamp(v)
+        return codec.describe(v, 24) if isinstance(v, bytes | bytearray) else repr(v)
+
+    text = json.dumps(value, default=other, ensure_ascii=False)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 @dataclass(frozen=True)
 class NewEvent:
     """One event to append, with where it goes."""
@@ -48,7 +67,7 @@ class NewEvent:
     created_at: datetime | None = None  # with `between`: between its neighbours' (replay clock)
 
     def summary(self) -> str:
-        keys = ", ".join(f"{k}={codec.describe(v, 24)}" for k, v in (self.data or {}).items())
+        keys = ", ".join(f"{k}: {shown(v)}" for k, v in (self.data or {}).items())
         where = " at slot 1" if self.first_slot else ""
         if self.between is not None:
             before, after = self.between

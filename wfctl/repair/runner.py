@@ -33,10 +33,12 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from wfctl import __version__, sql
+from wfctl.clock import timestamp
 from wfctl.connection.db import read_only
 from wfctl.doctor import registry as checks_registry
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
+from wfctl.durations import format_duration
 from wfctl.errors import ExitStatus, RefusedError
 from wfctl.repair import registry, slotlog, verdict, wf135
 from wfctl.repair.base import Action, Context, Refused, Repair, Superseded, for_release
@@ -558,7 +560,7 @@ def _locked_message(job: dict[str, Any]) -> str:
     age = max(minutes, int(wf135.UNLOCK_FLOOR.total_seconds() // 60))
     return (
         f"a queue job for the run (job {job['id']}) is locked by {job['locked_by']} since "
-        f"{job['locked_at']:%Y-%m-%d %H:%M:%S%z} ({minutes} min): a live writer may still "
+        f"{timestamp(job['locked_at'])} ({format_duration(held)}): a live writer may still "
         "append the same event; if that worker is gone (graphile frees its jobs after 4 h), "
         f"`wfctl repair --unlock-older-than {age}m` shows the locks it would "
         "release, then add --apply"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wfctl.clock import timestamp
 from wfctl.doctor.base import Finding
 from wfctl.repair.base import Action, Context, Refused, Repair
 
@@ -30,7 +31,7 @@ class CollapseContinuations(Repair):
         if not any(r["entity_id"] == finding.entity_id and not r["in_flight"] for r in rows):
             raise Refused(
                 f"healthy: the chain of wait {finding.entity_id} ({wait['status']}, due "
-                f"{wait['resume_at']}) shows no continuation enqueued after its deadline"
+                f"{timestamp(wait['resume_at'])}) shows no continuation enqueued after its deadline"
             )
         jobs = [j for j in ctx.fetch("repair/live_jobs_for_run", task=ctx.task) if j["is_wait"]]
         chain = [j for j in jobs if j["wait"] == finding.entity_id]
@@ -46,7 +47,7 @@ class CollapseContinuations(Repair):
 
 def _holders(jobs: list[dict[str, Any]]) -> str:
     return ", ".join(
-        f"job {j['id']} locked by {j['locked_by']} since {j['locked_at']}" for j in jobs
+        f"job {j['id']} locked by {j['locked_by']} since {timestamp(j['locked_at'])}" for j in jobs
     )
 
 

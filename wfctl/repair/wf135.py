@@ -23,7 +23,9 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from wfctl import __version__, sql
+from wfctl.clock import timestamp
 from wfctl.doctor.base import Finding
+from wfctl.durations import format_duration
 
 CODE = "WF135"
 # A live beta.29 delivery can hold its lock up to undici's 300 s fetch deadline: a younger
@@ -135,7 +137,6 @@ def release_one(
 
 
 def _finding(lock: dict[str, Any]) -> Finding:
-    minutes = int(lock["held"].total_seconds() // 60)
     return Finding(
         CODE,
         lock["run_id"],
@@ -143,10 +144,11 @@ def _finding(lock: dict[str, Any]) -> Finding:
         lock["locked_at"],
         False,
         f"job {lock['id']} (key {lock['key']}) locked by {lock['locked_by']} since "
-        f"{lock['locked_at']} ({minutes} min)",
+        f"{timestamp(lock['locked_at'])} ({format_duration(lock['held'])})",
     )
 
 
 def _action(lock: dict[str, Any]) -> str:
-    minutes = int(lock["held"].total_seconds() // 60)
-    return f"release job {lock['id']} held by {lock['locked_by']} for {minutes} min"
+    return (
+        f"release job {lock['id']} held by {lock['locked_by']} for {format_duration(lock['held'])}"
+    )

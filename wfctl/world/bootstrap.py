@@ -114,6 +114,10 @@ def _alembic(conn: psycopg.Connection[Any]) -> Iterator[SAConnection]:
         with engine.begin() as sa_conn:
             sa_conn.exec_driver_sql(sql.load("bootstrap/schema_lock"))
             yield sa_conn
+    except DBAPIError as exc:  # the driver's own error, so callers classify it (privileges)
+        if isinstance(exc.orig, psycopg.Error):
+            raise exc.orig from None
+        raise
     finally:
         engine.dispose()
 
@@ -136,7 +140,7 @@ def ensure_audit_schema(conn: psycopg.Connection[Any]) -> bool:
             if sa_conn.exec_driver_sql(sql.load("bootstrap/audit_log_exists")).scalar():
                 return False  # a concurrent first run made it while we waited for the lock
             command.upgrade(_config(sa_conn), WFCTL_HEAD)
-    except DBAPIError as exc:
+    except (DBAPIError, psycopg.Error) as exc:
         reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
         raise RefusedError(
             f"cannot create schema `wfctl` for the repair audit log: {reason}",

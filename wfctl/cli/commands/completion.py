@@ -20,8 +20,8 @@ from typer.completion import (  # type: ignore[attr-defined]
 )
 
 from wfctl.cli.app import app
+from wfctl.cli.main import COMPLETE_VAR
 
-COMPLETE_VAR = "_WFCTL_COMPLETE"
 completion_init()  # register typer's bash/zsh/fish handlers for the callback protocol
 
 

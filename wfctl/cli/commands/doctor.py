@@ -13,13 +13,14 @@ from typing import Annotated
 
 import psycopg
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn
 
+from wfctl.cli import complete
 from wfctl.cli.app import State, app, state
 from wfctl.cli.output import Format, Output
+from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.connection.dsn import mask_text
-from wfctl.doctor import incremental, missing_runs, registry
+from wfctl.doctor import missing_runs, registry
 from wfctl.doctor import render as doctor_render
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Check
@@ -46,13 +47,19 @@ def doctor_command(
         bool, typer.Option("--all", help="Scan history too, not only pending/running runs.")
     ] = False,
     run: Annotated[
-        list[str] | None, typer.Option("--run", help="Only this run (repeatable); any status.")
+        list[str] | None,
+        typer.Option(
+            "--run", help="Only this run (repeatable); any status.", autocompletion=complete.run_ids
+        ),
     ] = None,
     since: Annotated[
         str | None, typer.Option("--since", help="Only runs created within this duration.")
     ] = None,
     only: Annotated[
-        list[str] | None, typer.Option("--only", help="Only these codes, e.g. WF112,WF131.")
+        list[str] | None,
+        typer.Option(
+            "--only", help="Only these codes, e.g. WF112,WF131.", autocompletion=complete.codes
+        ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="Samples kept per check.")] = 5,
     attempt_threshold: Annotated[
@@ -95,7 +102,13 @@ def doctor_command(
         ),
     ] = None,
     explain: Annotated[
-        str | None, typer.Option("--explain", metavar="CODE", help="Explain one finding code.")
+        str | None,
+        typer.Option(
+            "--explain",
+            metavar="CODE",
+            help="Explain one finding code.",
+            autocompletion=complete.codes,
+        ),
     ] = None,
     incremental: Annotated[
         bool,
@@ -113,6 +126,14 @@ def doctor_command(
             help="With --incremental: how far application hosts' clocks may lag the database's.",
         ),
     ] = "5m",
+    problems: Annotated[
+        bool,
+        typer.Option(
+            "--problems",
+            help="Text, plain, markdown: only the checks that found something or could not"
+            " run (the verdict and exit status still count every check).",
+        ),
+    ] = False,
 ) -> None:
     """Detect wedged runs: rows and events that disagree, runaway or missing wake-ups, drift.
 
@@ -126,6 +147,7 @@ def doctor_command(
       wfctl doctor --only WF112,WF131 --run wrun_01J...
       wfctl --format prometheus doctor --output /var/lib/node_exporter/wfctl.prom
       wfctl --format nagios doctor
+      wfctl doctor --problems
       wfctl doctor --explain WF112
       wfctl doctor --incremental          # cron: the findings of --all, cheaper
     """
@@ -156,7 +178,7 @@ def doctor_command(
         if not isinstance(exc, UsageError):
             _say_unknown(st, fmt, output_file, exc)
         raise
-    text = _render(st, fmt, report)
+    text = _render(st, fmt, report, problems)
     if output_file is not None:
         _write_atomically(output_file, text)
         st.output.message(f"wrote {output_file}")
@@ -228,6 +250,8 @@ def _incremental(
 
     On a hot standby nothing can be written: the pass starts from the last watermark the
     primary recorded (replicated here; a full pass when there is none) and records nothing."""
+    from wfctl.doctor import incremental  # ids/ulid: only this mode needs them
+
     with read_only(conn, snapshot=bool(helpers)):
         world = model.inspect(conn, with_drift=False)
         world.require_present()
@@ -242,7 +266,7 @@ def _incremental(
         saved = (
             "watermark saved" if done.saved else "watermark NOT advanced (a check could not run)"
         )
-    since = done.previous.verified_to if done.previous else None
+    since = timestamp(done.previous.verified_to) if done.previous else None
     what = (
         "full pass (no watermark yet)"
         if done.full
@@ -275,6 +299,8 @@ def _run(
     """Run the checks, with a progress line on stderr when a human is watching."""
     if output.format is not Format.TEXT or not sys.stderr.isatty():
         return doctor.run(conn, world, checks, options, helpers=helpers)
+    from rich.progress import Progress, SpinnerColumn, TextColumn  # a terminal's only
+
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), console=output.err, transient=True
     ) as progress:
@@ -286,7 +312,7 @@ def _run(
         return doctor.run(conn, world, checks, options, on_check, helpers=helpers)
 
 
-def _render(st: State, fmt: Format, report: doctor.Report) -> str:
+def _render(st: State, fmt: Format, report: doctor.Report, problems: bool = False) -> str:
     output = st.output
     if fmt is Format.JSON:
         import json
@@ -298,7 +324,14 @@ def _render(st: State, fmt: Format, report: doctor.Report) -> str:
         return doctor_render.prometheus(report)
     if fmt is Format.NAGIOS:
         return doctor_render.nagios(report)
-    output.table(doctor_render.HEADERS, doctor_render.rows(report), optional=("sample runs",))
+    if fmt is Format.TEXT:  # one line per check that matters: fits a terminal, not a page
+        return "\n".join(doctor_render.compact(report, min(output.width, 100), problems))
+    rows = doctor_render.rows(report)
+    if problems:
+        keep = {r.check.code for r in report.results if r.status not in doctor_render.QUIET}
+        keep |= {r.check.code for r in report.results if r.count or r.in_flight}
+        rows = [row for row in rows if row[0] in keep]
+    output.table(doctor_render.HEADERS, rows, optional=("sample runs",))
     return "\n".join(doctor_render.details(report))
 
 

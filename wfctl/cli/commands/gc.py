@@ -10,6 +10,7 @@ import typer
 from wfctl.cli.actions import DryRun, JobPrefix, MaxTime, Yes, apply_flags, confirm
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
+from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import format_duration, parse_duration
 from wfctl.errors import ExitStatus, UsageError
@@ -100,7 +101,7 @@ def _apply(
     def on_start(report: gc.GcReport) -> None:
         output.message(
             f"wfctl gc: {report.candidates:,} terminal runs completed before "
-            f"{report.cutoff:%Y-%m-%d %H:%M:%S} UTC"
+            f"{timestamp(report.cutoff)}"
         )
         if report.candidates:
             confirm(f"Delete {report.candidates:,} runs and their history?", yes)
@@ -128,11 +129,11 @@ def _print(output: Output, fmt: Format, report: gc.GcReport) -> None:
         return
     head = "wfctl gc: deleted" if report.applied else "wfctl gc: plan (dry run: nothing deleted)"
     lines = [
-        f"{head}; cutoff {report.cutoff:%Y-%m-%d %H:%M:%S} UTC "
+        f"{head}; cutoff {timestamp(report.cutoff)} "
         f"(completed more than {format_duration(report.older_than)} ago)",
     ]
     if report.oldest is not None:
-        lines.append(f"completions from {report.oldest} to {report.newest}")
+        lines.append(f"completions from {timestamp(report.oldest)} to {timestamp(report.newest)}")
     if report.by_status:
         lines.append(", ".join(f"{n:,} {status}" for status, n in report.by_status.items()))
     output.data("\n".join(lines))

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
+from wfctl.cli import jsonarg
 from wfctl.cli.app import app, state
 from wfctl.cli.commands.run import runtime_store
 from wfctl.cli.output import Format
-from wfctl.errors import ExitStatus, UsageError, WfctlError
+from wfctl.errors import ExitStatus, WfctlError
 from wfctl.ops import wakeup
 from wfctl.runtime import serde
 from wfctl.runtime.store import GuardError
@@ -49,10 +49,7 @@ def resume_hook(
     st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
     payload: Any = None
     if payload_json is not None:
-        try:
-            payload = json.loads(payload_json)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"JSON is not valid: {exc}") from None
+        payload = jsonarg.load(payload_json, "the payload")
     data = serde.dumps(payload, "a hook payload")
     with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         world = model.inspect(store.conn, with_drift=False)

@@ -25,7 +25,7 @@ Swap the event key to (run_id, id) without blocking a live world.
 
 The slot era keys workflow.workflow_events by (run_id, id). Done the package's way, its migrator builds that key's index under ACCESS EXCLUSIVE inside one transaction: every read and write of the busiest table waits for the whole build.
 
-[bold]--online[/bold] (prepare) checks for (run_id, id) duplicates, builds the unique index CONCURRENTLY (progress on stderr), verifies it, and says what remains: the package's migrator then adopts the index, so its exclusive lock covers only catalog work. [bold]--swap --package DIR[/bold] also swaps the key itself in one catalog statement under a short lock_timeout with bounded, jittered retries, drops the redundant (run_id) index concurrently, creates workflow_event_slots, adds 0018's column when DIR has it pending, and records the replaced migrations (hash and journal `when` from DIR) so the package's migrator skips them. Only migrations wfctl recognises are replaced; any other package is refused.
+[bold]--online[/bold] (prepare) checks for (run_id, id) duplicates, builds the unique index CONCURRENTLY (progress on stderr), verifies it, and says what remains: the package's migrator then adopts the index, so its exclusive lock covers only catalog work. [bold]--swap --package DIR[/bold] also swaps the key itself in one catalog statement under a short lock_timeout (--lock-timeout MS, before or after the command; 1000 ms unless given) with bounded, jittered retries, drops the redundant (run_id) index concurrently, creates workflow_event_slots, adds 0018's column when DIR has it pending, and records the replaced migrations (hash and journal `when` from DIR) so the package's migrator skips them. Only migrations wfctl recognises are replaced; any other package is refused.
 
 Every phase detects whether it already happened: rerun after any interruption. A second `wfctl migrate` is refused and told who holds the migration lock.
 
@@ -38,6 +38,8 @@ Exit: 0 done, 1 done with catalog drift, 2 refused (unknown package, duplicates,
   wfctl migrate --online --swap --package DIR --dry-run
   wfctl migrate --online --swap --package DIR --lock-timeout 500 --retries 20
 """  # noqa: E501 (one paragraph per line: rich wraps them)
+
+SWAP_LOCK_TIMEOUT_MS = 1000  # lock wait per attempt of the exclusive statements, by default
 
 migrate_app = typer.Typer(
     name="migrate",
@@ -73,14 +75,6 @@ def migrate(
         bool,
         typer.Option("--dry-run", help="Print the exact plan with lock levels; write nothing."),
     ] = False,
-    lock_timeout: Annotated[
-        int,
-        typer.Option(
-            "--lock-timeout",
-            metavar="MS",
-            help="Lock wait per attempt for the exclusive catalog statements (> 0).",
-        ),
-    ] = 1000,
     retries: Annotated[
         int,
         typer.Option("--retries", metavar="N", help="Retries after a lock timeout (0-100)."),
@@ -106,10 +100,13 @@ def migrate(
             "--swap needs --package DIR: wfctl records the replaced migrations from it",
             hint="e.g. --package node_modules/@workflow/world-postgres",
         )
+    # The exclusive catalog statements wait --lock-timeout per attempt (the global option,
+    # before or after the command); left at its default, a shorter SWAP_LOCK_TIMEOUT_MS.
+    lock_timeout = st.target.timeouts.lock_ms if st.lock_timeout_given else SWAP_LOCK_TIMEOUT_MS
     if lock_timeout <= 0:
         raise UsageError(
-            "--lock-timeout must be above 0: without it the swap could queue every reader "
-            "and writer of workflow_events behind it",
+            "--lock-timeout must be above 0 for migrate: without it the swap could queue every"
+            " reader and writer of workflow_events behind it",
             hint="a few hundred to a few thousand milliseconds",
         )
     if not 0 <= retries <= 100:

@@ -11,6 +11,7 @@ import typer
 from psycopg.rows import dict_row
 
 from wfctl import sql
+from wfctl.cli import complete
 from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
@@ -18,7 +19,7 @@ from wfctl.doctor import missing_runs
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError
 from wfctl.repair import runner, wf135
-from wfctl.world import bootstrap, model
+from wfctl.world import model
 
 repair_app = typer.Typer(
     invoke_without_command=True,
@@ -41,11 +42,15 @@ def repair(
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     only: Annotated[
-        list[str] | None, typer.Option("--only", help="Only these codes, e.g. WF101,WF112.")
+        list[str] | None,
+        typer.Option(
+            "--only", help="Only these codes, e.g. WF101,WF112.", autocompletion=complete.codes
+        ),
     ] = None,
-    run: Annotated[list[str] | None, typer.Option("--run", help="Only this run (repeatable).")] = (
-        None
-    ),
+    run: Annotated[
+        list[str] | None,
+        typer.Option("--run", help="Only this run (repeatable).", autocompletion=complete.run_ids),
+    ] = (None),
     all_runs: Annotated[bool, typer.Option("--all", help="Terminal runs too (WF113).")] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most N findings per code.")] = (
         1000
@@ -169,6 +174,8 @@ def repair(
                 world.require_primary("apply repairs")
                 if not yes:
                     _confirm_plan(st.output, conn, world, options, unlock)
+                from wfctl.world import bootstrap  # alembic: only an apply pays for it
+
                 if bootstrap.ensure_audit_schema(conn):
                     st.output.message("created schema `wfctl` for the repair audit log")
             report = runner.repair(
@@ -276,7 +283,9 @@ def _counts(counts: dict[str, int]) -> str:
 @repair_app.command("log")
 def log(
     ctx: typer.Context,
-    run: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None,
+    run: Annotated[
+        str | None, typer.Option("--run", help="Only this run.", autocompletion=complete.run_ids)
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most N entries.")] = 50,
 ) -> None:
     """List past repairs from the audit table (newest first).

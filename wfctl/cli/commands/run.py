@@ -16,6 +16,7 @@ import psycopg
 import typer
 
 from wfctl import sql
+from wfctl.cli import jsonarg
 from wfctl.cli.app import State, app, state
 from wfctl.cli.output import Format
 from wfctl.clock import timestamp
@@ -171,10 +172,7 @@ def parse_args(args_json: str | None) -> tuple[list[Any], dict[str, Any] | None]
     passing `[{...}]`."""
     if args_json is None:
         return [], None
-    try:
-        parsed = json.loads(args_json)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"ARGS is not JSON: {exc}", hint="e.g. '[\"o-1\", 42]'") from None
+    parsed = jsonarg.load(args_json, "ARGS", hint="e.g. '[\"o-1\", 42]'")
     if isinstance(parsed, list):
         return parsed, None
     if isinstance(parsed, dict):

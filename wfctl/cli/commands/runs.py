@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -9,6 +10,7 @@ import psycopg
 import typer
 
 from wfctl import sql
+from wfctl.cli import complete
 from wfctl.cli.actions import (
     Batch,
     DryRun,
@@ -63,17 +65,40 @@ def show_value(value: Any) -> Any:
 @runs_app.command("list")
 def list_runs(
     ctx: typer.Context,
-    status: Annotated[str | None, typer.Option("--status", help="Only this status.")] = None,
-    name: Annotated[
-        str | None, typer.Option("--name", help="Only workflow names containing this.")
+    status: Annotated[
+        str | None,
+        typer.Option("--status", help="Only this status.", autocompletion=complete.statuses),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 50,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            help="Only workflows whose name, full or as shown, contains this.",
+            autocompletion=complete.workflow_names,
+        ),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=10_000, help="At most this many (a page).")
+    ] = 50,
+    after: Annotated[
+        str | None,
+        typer.Option(
+            "--after",
+            metavar="RUN_ID",
+            help="The next page: runs older than this one.",
+            autocompletion=complete.run_ids,
+        ),
+    ] = None,
 ) -> None:
-    """List runs, newest first.
+    """List runs, newest first, a page at a time.
+
+    When more runs match than --limit, stderr says how to get the next page (`--after` the
+    last run shown).
 
     [bold]Examples[/bold]
       wfctl runs list
       wfctl runs list --status failed --name checkout
+      wfctl runs list --limit 100 --after wrun_01J...
       wfctl --format json runs list --limit 10
     """
     st = state(ctx)
@@ -81,9 +106,14 @@ def list_runs(
     if status is not None and status not in STATUSES:
         raise UsageError(f"unknown status {status!r}", hint=f"one of: {', '.join(STATUSES)}")
     with runtime_store(st, reading=True) as store:
-        rows = store.conn.execute(
-            sql.load("runtime/list_runs"), {"status": status, "name": name, "limit": limit}
-        ).fetchall()
+        if after is not None:
+            found = store.conn.execute(sql.load("runtime/run_exists"), {"run_id": after})
+            if not found.fetchone()[0]:  # type: ignore[index]
+                raise UsageError(f"--after: no run {after}", hint="give a run id the list showed")
+        params = {"status": status, "name": name, "after": after, "limit": limit + 1}
+        rows = store.conn.execute(sql.load("runtime/list_runs"), params).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
     items = [
         {
             "id": r[0],
@@ -97,21 +127,29 @@ def list_runs(
     ]
     if fmt is Format.JSON:
         st.output.json(items)
-        return
-    st.output.table(
-        ["id", "status", "workflow", "created", "error"],
-        [
-            (i["id"], i["status"], short_name(i["name"]), i["created_at"], i["error_code"])
-            for i in items
-        ],
-        optional=("workflow", "created"),
-    )
+    else:
+        st.output.table(
+            ["id", "status", "workflow", "created", "error"],
+            [
+                (i["id"], i["status"], short_name(i["name"]), i["created_at"], i["error_code"])
+                for i in items
+            ],
+            optional=("workflow", "created"),
+        )
+    if more:
+        again = ["wfctl runs list"]
+        again += [f"--status {status}"] if status else []
+        again += [f"--name {shlex.quote(name)}"] if name else []
+        again += [f"--limit {limit}"] if limit != 50 else []
+        st.output.message(
+            f"more runs match; next page: {' '.join(again)} --after {items[-1]['id']}"
+        )
 
 
 @runs_app.command("show")
 def show_run(
     ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", autocompletion=complete.run_ids)],
 ) -> None:
     """Show one run: its row, steps, waits, hooks and events, payloads decoded.
 
@@ -217,7 +255,9 @@ WHERE_HELP = (
 @runs_app.command("cancel")
 def cancel_run(
     ctx: typer.Context,
-    run_id: Annotated[str | None, typer.Argument(metavar="[RUN_ID]")] = None,
+    run_id: Annotated[
+        str | None, typer.Argument(metavar="[RUN_ID]", autocompletion=complete.run_ids)
+    ] = None,
     reason: Annotated[
         str | None,
         typer.Option("--reason", help="Recorded in run_cancelled (<= 512 chars) and the audit."),
@@ -235,12 +275,13 @@ def cancel_run(
 ) -> None:
     """Cancel one run, or every live run a --where filter selects.
 
-    One run: its row, waits, hooks and run_cancelled in one transaction; exit 0 cancelled,
-    2 when the run had already ended. By filter: a dry run showing the count and a sample
-    unless --apply (with --reason, and --yes without a terminal); each run is then locked,
-    re-checked against the filter and cancelled in its own transaction (run row, waits,
-    hooks, run_cancelled, its unlocked queue jobs, an audit row). An empty filter is
-    refused. Exit 0 done, 1 stopped by --max-time or runs busy (rerun), 64 usage.
+    One run: its row, waits, hooks, run_cancelled and an audit row (`wfctl repair log`) in
+    one transaction; exit 0 cancelled, 2 when the run had already ended. By filter: a dry
+    run showing the count and a sample unless --apply (with --reason, and --yes without a
+    terminal); each run is then locked, re-checked against the filter and cancelled in its
+    own transaction (run row, waits, hooks, run_cancelled, its unlocked queue jobs, an audit
+    row). An empty filter is refused. Exit 0 done, 1 stopped by --max-time or runs busy
+    (rerun), 64 usage.
 
     [bold]Examples[/bold]
       wfctl runs cancel wrun_01J... --reason "duplicate order"
@@ -260,12 +301,19 @@ def cancel_run(
         raise UsageError("give a RUN_ID, or --where KEY=VALUE to select runs")
     with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         try:
-            before = store.cancel(run_id, reason)
+            before, audit_id = bulk.cancel_one(store, run_id, (reason or "").strip())
         except LookupError as exc:
             raise WfctlError(str(exc), hint="`wfctl runs list` shows the runs") from None
-    cancelled = before not in ("completed", "failed", "cancelled")
+    cancelled = audit_id is not None
     if st.output.format is Format.JSON:
-        st.output.json({"run_id": run_id, "cancelled": cancelled, "status_before": before})
+        st.output.json(
+            {
+                "run_id": run_id,
+                "cancelled": cancelled,
+                "status_before": before,
+                "audit_id": audit_id,
+            }
+        )
     else:
         st.output.data(
             f"{run_id}: cancelled" if cancelled else f"{run_id}: already {before}, not changed"
@@ -364,7 +412,9 @@ def bulk_command(
 
 def _show_sample(st: State, runs: list[bulk.Selected], sample: int) -> None:
     for s in runs[:sample]:
-        st.output.message(f"  {s.run_id} {s.status} {s.name} created {s.created_at} {s.detail}")
+        st.output.message(
+            f"  {s.run_id} {s.status} {s.name} created {timestamp(s.created_at)} {s.detail}"
+        )
     if len(runs) > sample:
         st.output.message(f"  ... and {len(runs) - sample:,} more")
 
@@ -378,7 +428,7 @@ def _print_bulk(st: State, report: bulk.BulkReport, sample: int) -> None:
         )
         st.output.table(
             ["run", "status", "workflow", "created", "detail"],
-            [(s.run_id, s.status, s.name, str(s.created_at), s.detail) for s in
+            [(s.run_id, s.status, s.name, timestamp(s.created_at), s.detail) for s in
              report.matched[:sample]],
         )  # fmt: skip
         return
@@ -393,7 +443,7 @@ def _print_bulk(st: State, report: bulk.BulkReport, sample: int) -> None:
 @runs_app.command("fork")
 def fork_run(
     ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", autocompletion=complete.run_ids)],
     from_step: Annotated[
         str | None,
         typer.Option(
@@ -407,12 +457,15 @@ def fork_run(
         str | None,
         typer.Option("--queue", help="Python runs: worker queue (default: the source's)."),
     ] = None,
-    reason: Annotated[
-        str | None, typer.Option("--reason", help="Why (kept in the audit log).")
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Only show what the fork would copy.")
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Create the fork (default: a dry run).")
     ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only show what the fork would copy (the default).")
+    ] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log); with --apply.")
+    ] = None,
     job_prefix: JobPrefix = "workflow_",
 ) -> None:
     """Fork (rerun) a run: a new run with the same input, queued where the source was.
@@ -420,19 +473,20 @@ def fork_run(
     Python runs can fork from a step: the events before it are copied (correlation ids
     rewritten for the new run), so earlier steps replay from the copy and the chosen step
     and the rest run again. Node runs rerun from the start only, as a new run with the
-    source's input and a job under the same job prefix. One transaction, audited. Refused:
-    a prefix holding hooks, or a step that is still running at the cut (parallel steps).
-    Exit 0 forked, 2 refused, 64 usage.
+    source's input and a job under the same job prefix. A dry run showing what would be
+    copied unless --apply (with --reason); then one transaction, audited. Refused: a prefix
+    holding hooks, or a step that is still running at the cut (parallel steps).
+    Exit 0 forked (or dry run), 2 refused, 64 usage.
 
     [bold]Examples[/bold]
-      wfctl runs fork wrun_01J... --reason "rerun after the fix"
-      wfctl runs fork wrun_01J... --from-step 3 --reason "INC-9 redo" --dry-run
+      wfctl runs fork wrun_01J... --from-step 3
+      wfctl runs fork wrun_01J... --apply --reason "rerun after the fix"
+      wfctl runs fork wrun_01J... --from-step 3 --apply --reason "INC-9 redo"
     """
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
-    reason_text = (reason or "").strip()
-    if not dry_run and not reason_text:
-        raise UsageError("runs fork needs --reason TEXT (it is kept in the audit log)")
+    reason_text = apply_flags(apply, dry_run, reason)
+    dry_run = not apply
     with runtime_store(st, allow_node_peer=True) as store:
         world = model.inspect(store.conn, with_drift=False)
         forked = fork.plan(store, world, run_id, from_step, queue=queue, job_prefix=job_prefix)
@@ -446,6 +500,7 @@ def fork_run(
         f"{run_id} {verb} as {forked.run_id} ({forked.runtime} run, queue {forked.queue}):"
         f" {result['copied_steps']} steps copied, re-executing from "
         f"{forked.from_step or 'the start'}"
+        + (" (dry run: nothing written; add --apply --reason TEXT)" if dry_run else "")
     )
 
 

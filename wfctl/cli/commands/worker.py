@@ -226,7 +226,7 @@ def show_status(st: State) -> None:
                 w["started_at"],
                 w["held"],
                 w["concurrency"],
-                f"{w['heartbeat_age']:.1f}s ago",
+                f"{_age(w['heartbeat_age'])} ago",
             ]
             for w in report["workers"]
         ],
@@ -243,7 +243,7 @@ def show_status(st: State) -> None:
                 r["parked"],
                 r["leased"],
                 r["past_lease"],
-                f"{r['oldest_ready']} ({r['oldest_ready_age']:.1f}s)" if r["oldest_ready"] else "",
+                f"{r['oldest_ready']} ({_age(r['oldest_ready_age'])})" if r["oldest_ready"] else "",
             ]
             for r in report["queues"]
         ],
@@ -259,7 +259,7 @@ def show_status(st: State) -> None:
                     r["workflow_name"],
                     r["runs"],
                     r["oldest_run"],
-                    f"{r['oldest_age']:.1f}s",
+                    _age(r["oldest_age"]),
                 ]
                 for r in report["unserved"]
             ],
@@ -280,3 +280,14 @@ def show_status(st: State) -> None:
             ],
             title="runs past their lease",
         )
+
+
+def _age(seconds: float) -> str:
+    """An age in the one form (`1d 22h`, `46m 40s`); under a minute, tenths of a second."""
+    if seconds < 60:
+        return f"{max(0.0, seconds):.1f}s"
+    from datetime import timedelta
+
+    from wfctl.durations import format_duration
+
+    return format_duration(timedelta(seconds=seconds))
