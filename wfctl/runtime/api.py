@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wfctl.runtime import engine, executor, serde
+from wfctl.runtime.children import ChildWorkflowError
 from wfctl.runtime.registry import (
     DEFAULT_MAX_RETRIES,
     ArgumentsError,
@@ -113,6 +114,64 @@ def create_hook(token: str | None = None, *, metadata: Any = None) -> Hook:
     return Hook(eng.create_hook(token, meta))
 
 
+# Raised inside a workflow at its next await when the run is asked to cancel (`wfctl runs
+# cancel RUN --graceful`, `request_cancel`): catch it to run cleanup steps, then re-raise (the
+# run ends `cancelled`). It IS `asyncio.CancelledError`, so either name catches it.
+Cancelled = asyncio.CancelledError
+
+
+def cancel_requested() -> str | None:
+    """Inside a workflow: the reason of the cancellation request fed so far, or None."""
+    return engine.current().cancel_reason
+
+
+class ChildRun:
+    """A child run started by `start_child`: its `run_id`; `await child` for its output
+    (or `ChildWorkflowError` if it failed or was cancelled)."""
+
+    def __init__(self, run_id: str, workflow: WorkflowDef, hook_corr: str) -> None:
+        self.run_id = run_id
+        self.workflow = workflow
+        self._hook = hook_corr
+        self._end: dict[str, Any] | None = None
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._result().__await__()
+
+    async def _result(self) -> Any:
+        if self._end is None:
+            end = await engine.current().next_payload(self._hook)
+            self._end = end if isinstance(end, dict) else {"status": "failed", "error": repr(end)}
+        end = self._end
+        if end.get("status") == "completed":
+            return end.get("output")
+        raise ChildWorkflowError(
+            self.run_id, str(end.get("status")), end.get("error"), end.get("errorCode")
+        )
+
+
+async def start_child(
+    workflow: WorkflowDef, *args: Any, queue: str = "default", **kwargs: Any
+) -> ChildRun:
+    """Start a child run from workflow code; `await` the returned `ChildRun` for its result.
+
+    Durable and exactly once: the child's creation and the parent's record of it are one
+    transaction; the parent waits on a hook the child's end resumes (children.py). The child
+    is driven by `wfctl worker`s of `queue`."""
+    if not engine.in_workflow():
+        raise RuntimeError("start_child() is for workflow code; outside one use start()")
+    positional = workflow.bind(args, kwargs)
+    child_input = serde.dumps(positional, f"the input of workflow {workflow.name}")
+    record = serde.dumps(
+        {"workflow": workflow.name, "args": positional, "queue": queue},
+        f"the input of workflow {workflow.name}",
+    )
+    eng = engine.current()
+    corr, hook = eng.start_child(workflow.name, record, child_input, queue)
+    run_id = await eng.child_future(corr)
+    return ChildRun(str(run_id), workflow, hook)
+
+
 # --- starting runs -------------------------------------------------------------------------
 
 
@@ -144,6 +203,12 @@ async def start(
     idempotency_key: str | None = None,
 ) -> RunHandle:
     """Start a run (one transaction: run row, slot marker, run_created) and return its handle."""
+    if engine.in_workflow():
+        raise RuntimeError(
+            "start() cannot be called inside a workflow (it does I/O and would start a new run"
+            " on every replay): use `child = await start_child(workflow, *args)`, then"
+            " `await child` for its result"
+        )
     created = await asyncio.to_thread(
         executor.create, workflow, list(args), run_id=run_id, idempotency_key=idempotency_key
     )
@@ -153,6 +218,9 @@ async def start(
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "ArgumentsError",
+    "Cancelled",
+    "ChildRun",
+    "ChildWorkflowError",
     "FatalError",
     "Hook",
     "HookConflictError",
@@ -162,6 +230,7 @@ __all__ = [
     "StepDef",
     "StepFailedError",
     "WorkflowDef",
+    "cancel_requested",
     "Workflows",
     "create_hook",
     "now",
@@ -169,4 +238,5 @@ __all__ = [
     "random",
     "sleep",
     "start",
+    "start_child",
 ]

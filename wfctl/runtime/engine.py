@@ -178,7 +178,19 @@ class DisposeHook:
     token: str
 
 
-Command = StartStep | CreateWait | AwaitWait | CreateHook | AwaitHook | DisposeHook
+@dataclass(frozen=True)
+class StartChild:
+    """Create a child run and record it as this step (children.py), in one transaction."""
+
+    correlation_id: str
+    record: bytes  # the step's input in the parent's log: {workflow, args, queue}
+    workflow_name: str
+    input: bytes  # the child run's input
+    queue: str
+    hook_token: str
+
+
+Command = StartStep | CreateWait | AwaitWait | CreateHook | AwaitHook | DisposeHook | StartChild
 
 
 @dataclass(frozen=True)
@@ -209,13 +221,23 @@ class Diverged:
 
 
 @dataclass(frozen=True)
+class CancelledRun:
+    """The workflow let `asyncio.CancelledError` out (after a cancellation request, or by
+    raising it): the run ends `cancelled` (run_cancelled, written by the driver)."""
+
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class Finished:
     """The log already holds the run's terminal event."""
 
     status: str
 
 
-Outcome = Pending | Completed | Failed | Diverged | Finished
+Outcome = Pending | Completed | Failed | Diverged | Finished | CancelledRun
+CANCEL_ATTRIBUTE = "wfctl.cancelRequested"  # store.CANCEL_ATTRIBUTE (no import: engine is pure)
+CHILD_STEP = "step//wfctl//start_child"  # the step name a child's creation is recorded under
 DIVERGENCE_CODE = "REPLAY_DIVERGENCE"
 
 
@@ -267,6 +289,8 @@ class _Request:
     payloads: collections.deque[Any] = field(default_factory=collections.deque)
     getters: collections.deque[asyncio.Future[Any]] = field(default_factory=collections.deque)
     awaited: bool = False
+    # child: (workflow name, the child's input, queue, the token of the hook its end resumes)
+    child: tuple[str, bytes, str, str] | None = None
 
 
 _CURRENT: contextvars.ContextVar[Engine] = contextvars.ContextVar("wfctl_engine")
@@ -324,6 +348,7 @@ class Engine:
         self._terminal: str | None = None
         self.fed = 0
         self.last_event_id: str | None = None
+        self.cancel_reason: str | None = None  # set once a cancellation request was fed
 
     # -- the workflow-side API (called from workflow code through wfctl.runtime.api) --
 
@@ -362,6 +387,26 @@ class Engine:
         resume_at += timedelta(microseconds=-resume_at.microsecond % 1000)
         self._register(_Request("wait", corr, resume_at=resume_at, future=fut))
         return fut
+
+    def start_child(
+        self, workflow_name: str, record: bytes, child_input: bytes, queue: str
+    ) -> tuple[str, str]:
+        """A child run (children.py): recorded as a step of this run named CHILD_STEP
+        (step_created with `record` as input, step_started, step_completed with the child's
+        run id, in the transaction that creates the child), and a hook the child's end
+        resumes. Returns (step correlation id, hook correlation id)."""
+        corr = self._next_corr("step")
+        token = f"wfctl:child:{self.run_id}:{corr}"
+        fut = self._loop.create_future()
+        req = _Request("child", corr, CHILD_STEP, record, future=fut)
+        req.child = (workflow_name, child_input, queue, token)
+        self._register(req)
+        return corr, self.create_hook(token, None)
+
+    def child_future(self, corr: str) -> asyncio.Future[Any]:
+        future = self._by_corr[corr].future
+        assert future is not None
+        return future
 
     def create_hook(self, token: str | None, metadata: bytes | None) -> str:
         corr = self._next_corr("hook")
@@ -461,6 +506,8 @@ class Engine:
             self._diverge(event, f"the log has a {kind} the workflow code did not ask for:")
             return None
         if req.kind != kind:
+            if req.kind == "child" and kind == "step":
+                return req  # a child's creation is recorded as a step (children.py)
             self._diverge(event, f"the code asked for a {req.kind} where the log recorded:")
             return None
         return req
@@ -478,6 +525,34 @@ class Engine:
 
     _on_run_failed = _on_run_completed
     _on_run_cancelled = _on_run_completed
+
+    def _on_attr_set(self, event: Event) -> None:
+        """A cancellation request (store.request_cancel) is delivered to the workflow as
+        `asyncio.CancelledError` at the await it is blocked on; what it no longer awaits is
+        dropped (docs/runtime.md, Cancellation). Other attributes do not concern replay."""
+        for change in (event.data or {}).get("changes") or ():
+            if not isinstance(change, dict) or change.get("key") != CANCEL_ATTRIBUTE:
+                continue
+            if self.cancel_reason is not None or change.get("value") is None:
+                return
+            self.cancel_reason = str(change["value"])
+            self._ensure_started()
+            assert self._task is not None
+            if not self._task.done():
+                self._task.cancel(self.cancel_reason)
+                self._loop.run_until_blocked()
+                self._drop_cancelled()
+            return
+
+    def _drop_cancelled(self) -> None:
+        """Requests whose futures the cancellation cancelled are not asked for any more (a
+        step started but not finished keeps its row as a run cancelled from outside does)."""
+        for req in self._order:
+            if req.kind == "hook":
+                if any(f.cancelled() for f in req.getters):
+                    req.getters = collections.deque(f for f in req.getters if not f.cancelled())
+            elif req.future is not None and req.future.cancelled() and not req.done:
+                req.done = True
 
     def _on_step_created(self, event: Event) -> None:
         req = self._req(event, "step")
@@ -624,6 +699,8 @@ class Engine:
             return self._diverged
         assert self._task is not None
         if self._task.done():
+            if self._task.cancelled():  # CancelledError let out: the run ends cancelled
+                return CancelledRun(self.cancel_reason)
             exc = self._task.exception()
             if exc is None:
                 try:
@@ -664,6 +741,9 @@ class Engine:
                     commands.append(AwaitHook(req.correlation_id, req.name))
             elif req.kind == "dispose":
                 commands.append(DisposeHook(req.correlation_id, req.name))
+            elif req.kind == "child" and not req.created:
+                assert req.child is not None
+                commands.append(StartChild(req.correlation_id, req.input, *req.child))
         return Pending(tuple(commands))
 
     def pending_disposals(self) -> list[DisposeHook]:

@@ -34,8 +34,9 @@ from typing import Any
 import psycopg
 
 from wfctl.runtime import engine as eng
-from wfctl.runtime import serde, tracing
+from wfctl.runtime import children, serde, tracing
 from wfctl.runtime.registry import FatalError, RetryableError, WorkflowDef, Workflows
+from wfctl.runtime.retries import DEFAULT_POLICY
 from wfctl.runtime.store import (
     TERMINAL,
     AlreadyExists,
@@ -204,6 +205,8 @@ class Executor:
     def _finished(self, run_id: str) -> Done:
         row = self.store.read_run(run_id)
         assert row is not None
+        if children.PARENT_HOOK in row.attributes:  # a child: tell its parent (once)
+            children.deliver(self.store, row)
         output = serde.loads(row.output) if row.status == "completed" else None
         error = None
         if row.error is not None:
@@ -255,7 +258,7 @@ class Executor:
             if isinstance(outcome, eng.Finished):
                 tx.rollback()
                 return self._finished(run_id)
-            if isinstance(outcome, eng.Completed | eng.Failed | eng.Diverged):
+            if isinstance(outcome, eng.Completed | eng.Failed | eng.Diverged | eng.CancelledRun):
                 if not isinstance(outcome, eng.Diverged):
                     for disposal in engine.pending_disposals():
                         tx.dispose_hook(disposal.correlation_id, disposal.token)
@@ -330,11 +333,15 @@ class Executor:
             raise
         return tx.floor
 
-    def _queue_terminal(self, tx: Tx, outcome: eng.Completed | eng.Failed | eng.Diverged) -> None:
+    def _queue_terminal(
+        self, tx: Tx, outcome: eng.Completed | eng.Failed | eng.Diverged | eng.CancelledRun
+    ) -> None:
         if isinstance(outcome, eng.Completed):
             tx.complete_run(outcome.output)
         elif isinstance(outcome, eng.Failed):
             tx.fail_run(outcome.error, outcome.code)
+        elif isinstance(outcome, eng.CancelledRun):  # the workflow let CancelledError out
+            tx.cancel_run(outcome.reason)
         else:
             value = {"name": "ReplayDivergenceError", "message": outcome.message}
             if outcome.event_id:
@@ -383,6 +390,9 @@ class Executor:
                 tx.create_hook(cmd.correlation_id, cmd.token, cmd.metadata)
             elif isinstance(cmd, eng.DisposeHook):
                 tx.dispose_hook(cmd.correlation_id, cmd.token)
+            elif isinstance(cmd, eng.StartChild):  # created and recorded in this transaction
+                children.queue_start(tx, cmd)
+                resolving = True
             # AwaitHook: nothing to write; a hook_received arrives from outside.
         return to_run, resolving, next_due
 
@@ -406,9 +416,10 @@ class Executor:
                 delta = ra if isinstance(ra, timedelta) else timedelta(seconds=float(ra))
                 retry_after = datetime.now(UTC) + delta
         else:
+            # Exponential backoff with jitter, capped (retries.py): a durable timer.
             step = self.registry.step_by_name(cmd.step_name)
-            if step is not None and step.backoff:
-                delay = step.backoff * 2 ** max(0, res.attempt - 1)
+            delay = (step.retry if step is not None else DEFAULT_POLICY).delay(res.attempt)
+            if delay > 0:
                 retry_after = datetime.now(UTC) + timedelta(seconds=delay)
         tx.retry_step(cmd.correlation_id, cmd.step_name, error, retry_after)
 

@@ -232,11 +232,24 @@ def cancel_run(
     batch: Batch = 100,
     max_time: MaxTime = None,
     job_prefix: JobPrefix = "workflow_",
+    graceful: Annotated[
+        bool,
+        typer.Option(
+            "--graceful",
+            help="Ask the workflow to cancel itself: it sees CancelledError at its next await, "
+            "may run cleanup steps, and ends cancelled (a wfctl runtime run that a driver or "
+            "worker continues).",
+        ),
+    ] = False,
 ) -> None:
     """Cancel one run, or every live run a --where filter selects.
 
     One run: its row, waits, hooks and run_cancelled in one transaction; exit 0 cancelled,
-    2 when the run had already ended. By filter: a dry run showing the count and a sample
+    2 when the run had already ended. With --graceful (one run of the wfctl runtime) only a
+    request is recorded (an attr_set event setting the attribute wfctl.cancelRequested, and
+    a wake-up): the workflow gets asyncio.CancelledError at its next await, can run
+    compensation steps, and the run ends cancelled when it lets the error out; exit 0
+    requested (or already requested), 2 when the run had already ended. By filter: a dry run showing the count and a sample
     unless --apply (with --reason, and --yes without a terminal); each run is then locked,
     re-checked against the filter and cancelled in its own transaction (run row, waits,
     hooks, run_cancelled, its unlocked queue jobs, an audit row). An empty filter is
@@ -244,6 +257,7 @@ def cancel_run(
 
     [bold]Examples[/bold]
       wfctl runs cancel wrun_01J... --reason "duplicate order"
+      wfctl runs cancel wrun_01J... --graceful --reason "customer cancelled"
       wfctl runs cancel --where workflow='*checkout*' --where older-than=2h
       wfctl runs cancel --where status=pending --where older-than=1d --apply \\
           --reason "INC-42 stuck imports" --yes
@@ -253,6 +267,8 @@ def cancel_run(
     if where:
         if run_id is not None:
             raise UsageError("give a RUN_ID or --where, not both")
+        if graceful:
+            raise UsageError("--graceful cancels one RUN_ID, not a --where selection")
         bulk_command(st, bulk.ACTIONS["cancel"], where, apply, dry_run, reason, yes, sample,
                      bulk.BulkOptions(batch, _budget(max_time), job_prefix))  # fmt: skip
         return
@@ -260,9 +276,15 @@ def cancel_run(
         raise UsageError("give a RUN_ID, or --where KEY=VALUE to select runs")
     with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         try:
-            before = store.cancel(run_id, reason)
+            if graceful:
+                before = store.request_cancel(run_id, reason)
+            else:
+                before = store.cancel(run_id, reason)
         except LookupError as exc:
             raise WfctlError(str(exc), hint="`wfctl runs list` shows the runs") from None
+    if graceful:
+        _report_request(st, run_id, before)
+        return
     cancelled = before not in ("completed", "failed", "cancelled")
     if st.output.format is Format.JSON:
         st.output.json({"run_id": run_id, "cancelled": cancelled, "status_before": before})
@@ -271,6 +293,22 @@ def cancel_run(
             f"{run_id}: cancelled" if cancelled else f"{run_id}: already {before}, not changed"
         )
     if not cancelled:
+        raise typer.Exit(int(ExitStatus.CRITICAL))
+
+
+def _report_request(st: State, run_id: str, before: str) -> None:
+    ended = before in ("completed", "failed", "cancelled")
+    if st.output.format is Format.JSON:
+        st.output.json(
+            {"run_id": run_id, "requested": not ended, "status_before": before, "graceful": True}
+        )
+    elif ended:
+        st.output.data(f"{run_id}: already {before}, not changed")
+    elif before == "requested":
+        st.output.data(f"{run_id}: cancellation already requested")
+    else:
+        st.output.data(f"{run_id}: cancellation requested (the workflow sees it at its next await)")
+    if ended:
         raise typer.Exit(int(ExitStatus.CRITICAL))
 
 
