@@ -135,7 +135,7 @@ def _range(plan: Schedule, ids: list[str], name: str) -> list[datetime]:
 
 
 def test_due_ticks_catch_up_within_the_window_and_never_before_the_first() -> None:
-    plan = Schedule.parse("*/5 * * * *", "1h")
+    plan = Schedule.parse("*/5 * * * *", timedelta(hours=1))
     now = datetime(2026, 1, 1, 12, 3, tzinfo=UTC)
     made: set[str] = set()
     # First start: nothing in range, nothing past is started.
@@ -147,7 +147,7 @@ def test_due_ticks_catch_up_within_the_window_and_never_before_the_first() -> No
     # Down longer than the window: only ticks inside it.
     made = {tick_run_id("w", datetime(2026, 1, 1, 10, 0, tzinfo=UTC))}
     assert due_ticks(plan, "w", now, made.__contains__, None) == []
-    hourly = Schedule.parse("@hourly", "1h")
+    hourly = Schedule.parse("@hourly", timedelta(hours=1))
     made = {tick_run_id("w", datetime(2026, 1, 1, 11, 0, tzinfo=UTC))}
     later = datetime(2026, 1, 1, 12, 30, tzinfo=UTC)  # the 12:00 tick is due (anchor 11:00)
     assert due_ticks(hourly, "w", later, made.__contains__, None) == [
@@ -179,7 +179,7 @@ def test_bad_schedules_are_refused_at_definition() -> None:
     assert ok.schedule.next_after(datetime(2026, 1, 2, 9, 0, tzinfo=UTC)) == datetime(
         2026, 1, 5, 9, 0, tzinfo=UTC
     )  # Friday 9:00 -> Monday 9:00 (UTC)
-    assert ok.schedule.args(ok, datetime.now(UTC)) == []
+    assert ok.schedule.args(ok.fn, datetime.now(UTC)) == []
 
 
 async def _nothing() -> None:

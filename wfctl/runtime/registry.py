@@ -215,7 +215,7 @@ class Workflows:
         if schedule is not None:
             from wfctl.runtime.schedule import Schedule  # croniter only for scheduled ones
 
-            plan = Schedule.parse(schedule, catchup)
+            plan = Schedule.parse(schedule, None if catchup is None else parse_duration(catchup))
         elif catchup is not None:
             raise TypeError("catchup= needs schedule=")
 
@@ -225,7 +225,7 @@ class Workflows:
             derived, aliases = _names(f, "workflow")
             wdef = WorkflowDef(f, name or derived, self, () if name else aliases, plan)
             if plan is not None:
-                plan.check_signature(wdef)
+                plan.check_signature(f)
             functools.update_wrapper(wdef, f)
             self.workflows[wdef.name] = wdef
             _add_aliases(self._aliases, wdef.aliases, wdef)

@@ -26,13 +26,11 @@ import hashlib
 import inspect
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from croniter import croniter
 from ulid import ULID
-
-if TYPE_CHECKING:
-    from wfctl.runtime.registry import WorkflowDef
 
 DEFAULT_CATCHUP = timedelta(hours=1)
 MAX_CATCHUP_TICKS = 1000  # never start more than this many past ticks in one look
@@ -46,7 +44,7 @@ class Schedule:
     catchup: timedelta = DEFAULT_CATCHUP
 
     @classmethod
-    def parse(cls, expression: str, catchup: Any = None) -> Schedule:
+    def parse(cls, expression: str, catchup: timedelta | None = None) -> Schedule:
         text = " ".join(str(expression).split())
         if len(text.split()) not in (5, 6) and not text.startswith("@"):
             raise ValueError(
@@ -56,34 +54,31 @@ class Schedule:
             )
         if not croniter.is_valid(text):
             raise ValueError(f"schedule {expression!r} is not a valid cron expression")
-        window = DEFAULT_CATCHUP
+        window = DEFAULT_CATCHUP if catchup is None else catchup
         if catchup is not None:
-            from wfctl.runtime.registry import parse_duration
-
-            window = parse_duration(catchup)
             if window < timedelta(0):
                 raise ValueError("catchup must not be negative")
         return cls(text, window)
 
-    def check_signature(self, wdef: WorkflowDef) -> None:
+    def check_signature(self, fn: Callable[..., Any]) -> None:
         """A scheduled workflow takes no argument, or one: the tick (an aware datetime)."""
         params = [
             p
-            for p in inspect.signature(wdef.fn).parameters.values()
+            for p in inspect.signature(fn).parameters.values()
             if p.default is inspect.Parameter.empty
             and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
         if len(params) > 1:
             raise TypeError(
-                f"scheduled workflow {wdef.fn.__name__} takes at most one parameter without a"
+                f"scheduled workflow {fn.__name__} takes at most one parameter without a"
                 " default (the tick, a datetime)"
             )
 
-    def args(self, wdef: WorkflowDef, tick: datetime) -> list[Any]:
+    def args(self, fn: Callable[..., Any], tick: datetime) -> list[Any]:
         """The run's input: [tick] when the workflow takes a parameter, else []."""
         takes = any(
             p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-            for p in inspect.signature(wdef.fn).parameters.values()
+            for p in inspect.signature(fn).parameters.values()
         )
         return [tick] if takes else []
 

@@ -89,7 +89,7 @@ class Scheduler:
         run_id = tick_run_id(wdef.name, tick)
         try:
             created = ex.create(
-                wdef, plan.args(wdef, tick), run_id=run_id, conn=store.conn, queue=self.queue
+                wdef, plan.args(wdef.fn, tick), run_id=run_id, conn=store.conn, queue=self.queue
             )
         except (pgerrors.UniqueViolation, AlreadyExists):
             return  # another worker made this tick's run a moment ago
