@@ -50,7 +50,11 @@ def resume(token: str, payload: Any, dsn: str | None = None) -> str:
 def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     """POST /expenses/<id>/decision with a JSON body: 202 and the run id, 404 if no run waits."""
     parts = environ.get("PATH_INFO", "").strip("/").split("/")
-    if environ["REQUEST_METHOD"] != "POST" or len(parts) != 3 or parts[::2] != ["expenses", "decision"]:
+    if (
+        environ["REQUEST_METHOD"] != "POST"
+        or len(parts) != 3
+        or parts[::2] != ["expenses", "decision"]
+    ):
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"not found\n"]
     size = int(environ.get("CONTENT_LENGTH") or 0)

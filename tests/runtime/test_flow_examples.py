@@ -148,7 +148,10 @@ def test_the_scheduled_report_runs_once_per_tick(store: Store, world: Any) -> No
     third = scheduler()
     third.look(store)
     ticks = [t for _, t, _ in third.started]
-    assert ticks == [datetime(2026, 3, 2, 10, 30, tzinfo=UTC), datetime(2026, 3, 2, 10, 45, tzinfo=UTC)]
+    assert ticks == [
+        datetime(2026, 3, 2, 10, 30, tzinfo=UTC),
+        datetime(2026, 3, 2, 10, 45, tzinfo=UTC),
+    ]
     for _, _, run_id in first.started + third.started:
         assert drive(store, report, run_id).status == "completed"
     assert module.sent == [

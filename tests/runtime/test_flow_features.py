@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -84,7 +83,9 @@ def test_default_retries_back_off_durably(store: Store) -> None:
     assert started[1].created_at >= after
 
 
-def test_backoff_doubles_per_attempt_and_fails_in_the_end(store: Store, world: Any, run_cli: Any) -> None:
+def test_backoff_doubles_per_attempt_and_fails_in_the_end(
+    store: Store, world: Any, run_cli: Any
+) -> None:
     run_id = start(store, ff.retrying, "r1")
     t0 = time.monotonic()
     done = drive(store, run_id, wait=True)
@@ -147,7 +148,9 @@ def test_a_cancelled_saga_compensates_then_ends_cancelled(
     assert drive(store, run_id).status == "cancelled"
 
 
-def test_an_uncaught_request_cancels_at_the_next_await(store: Store, world: Any, run_cli: Any) -> None:
+def test_an_uncaught_request_cancels_at_the_next_await(
+    store: Store, world: Any, run_cli: Any
+) -> None:
     run_id = start(store, ff.sleeper, "z1")
     assert drive(store, run_id).status == "running"
     store.request_cancel(run_id, None)
@@ -212,7 +215,9 @@ def _children_of(store: Store, run_id: str) -> list[str]:
     return [
         serde.loads(e.data["result"])  # type: ignore[index]
         for e in store.read_events(run_id)
-        if e.type == "step_completed" and e.data and e.data.get("stepName") == "step//wfctl//start_child"
+        if e.type == "step_completed"
+        and e.data
+        and e.data.get("stepName") == "step//wfctl//start_child"
     ]
 
 

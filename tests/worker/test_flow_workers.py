@@ -3,6 +3,7 @@ restarts (tests/runtime/test_flow_features.py covers the same features in-proces
 
 from __future__ import annotations
 
+import itertools
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -112,7 +113,7 @@ def test_a_schedule_runs_once_per_tick_across_workers_and_restarts(
         tick_of = {tick_run_id(name, t): t for t in _range(plan, ids, name)}
         assert set(ids) <= set(tick_of), "a run id that is no tick's"
         expected = sorted(tick_of[i] for i in ids)
-        for a, b in zip(expected, expected[1:], strict=False):
+        for a, b in itertools.pairwise(expected):
             assert b - a == timedelta(seconds=2), (a, b)
         assert any(stopped < t < stopped + timedelta(seconds=5) for t in expected), "no catch-up"
         ran = [s for s, _ in effects(conn, "tick")]

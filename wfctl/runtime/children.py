@@ -50,9 +50,7 @@ def queue_start(tx: Tx, cmd: eng.StartChild) -> str:
     }
     tx.create_child_run(child_id, cmd.workflow_name, cmd.input, attributes, cmd.queue)
     tx.start_new_step(cmd.correlation_id, eng.CHILD_STEP, cmd.record)
-    tx.complete_step(
-        cmd.correlation_id, eng.CHILD_STEP, serde.dumps(child_id, "a child run id")
-    )
+    tx.complete_step(cmd.correlation_id, eng.CHILD_STEP, serde.dumps(child_id, "a child run id"))
     return child_id
 
 

@@ -33,8 +33,8 @@ from typing import Any
 
 import psycopg
 
-from wfctl.runtime import engine as eng
 from wfctl.runtime import children, serde, tracing
+from wfctl.runtime import engine as eng
 from wfctl.runtime.registry import FatalError, RetryableError, WorkflowDef, Workflows
 from wfctl.runtime.retries import DEFAULT_POLICY
 from wfctl.runtime.store import (

@@ -46,7 +46,7 @@ class RetryPolicy:
         if self.backoff <= 0:
             return 0.0
         exponent = min(max(0, attempt - 1), 62)  # 2**62 s is past any cap
-        return min(self.max_backoff, self.backoff * 2**exponent)
+        return float(min(self.max_backoff, self.backoff * 2.0**exponent))
 
     def delay(self, attempt: int) -> float:
         """The jittered delay after failed attempt `attempt` (1-based)."""

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from collections.abc import Callable
 from typing import Any
 
 from croniter import croniter
@@ -55,9 +55,8 @@ class Schedule:
         if not croniter.is_valid(text):
             raise ValueError(f"schedule {expression!r} is not a valid cron expression")
         window = DEFAULT_CATCHUP if catchup is None else catchup
-        if catchup is not None:
-            if window < timedelta(0):
-                raise ValueError("catchup must not be negative")
+        if window < timedelta(0):
+            raise ValueError("catchup must not be negative")
         return cls(text, window)
 
     def check_signature(self, fn: Callable[..., Any]) -> None:
@@ -120,7 +119,7 @@ def due_ticks(
     """The ticks to start now. `exists(run_id) -> bool`; `since`: the newest tick this
     process already made sure of (None at start: look back over the catch-up range)."""
     if since is not None:
-        ticks = []
+        ticks: list[datetime] = []
         tick = plan.next_after(since)
         while tick <= now and len(ticks) < MAX_CATCHUP_TICKS:
             ticks.append(tick)

@@ -372,7 +372,10 @@ class Store:
                 run_id,
                 "attr_set",
                 ids.prefixed("attr"),
-                {"changes": [{"key": CANCEL_ATTRIBUTE, "value": value}], "writer": {"type": "workflow"}},
+                {
+                    "changes": [{"key": CANCEL_ATTRIBUTE, "value": value}],
+                    "writer": {"type": "workflow"},
+                },
                 _spec(row[3]),
             )
             if self.queued:

@@ -249,8 +249,9 @@ def cancel_run(
     request is recorded (an attr_set event setting the attribute wfctl.cancelRequested, and
     a wake-up): the workflow gets asyncio.CancelledError at its next await, can run
     compensation steps, and the run ends cancelled when it lets the error out; exit 0
-    requested (or already requested), 2 when the run had already ended. By filter: a dry run showing the count and a sample
-    unless --apply (with --reason, and --yes without a terminal); each run is then locked,
+    requested (or already requested), 2 when the run had already ended. By filter: a dry
+    run showing the count and a sample unless --apply (with --reason, and --yes without a
+    terminal); each run is then locked,
     re-checked against the filter and cancelled in its own transaction (run row, waits,
     hooks, run_cancelled, its unlocked queue jobs, an audit row). An empty filter is
     refused. Exit 0 done, 1 stopped by --max-time or runs busy (rerun), 64 usage.
