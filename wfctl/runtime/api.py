@@ -161,7 +161,7 @@ async def start_child(
     if not engine.in_workflow():
         raise RuntimeError("start_child() is for workflow code; outside one use start()")
     positional = workflow.bind(args, kwargs)
-    child_input = serde.dumps(positional, f"the input of workflow {workflow.name}")
+    child_input = workflow.encode_input(list(args), kwargs)
     record = serde.dumps(
         {"workflow": workflow.name, "args": positional, "queue": queue},
         f"the input of workflow {workflow.name}",
