@@ -159,6 +159,9 @@ def test_due_ticks_catch_up_within_the_window_and_never_before_the_first() -> No
         datetime(2026, 1, 1, 11, 55, tzinfo=UTC),
         datetime(2026, 1, 1, 12, 0, tzinfo=UTC),
     ]
+    # A scheduler that stalled for 3 hours starts only the ticks of the last hour.
+    stalled = due_ticks(plan, "w", now, made.__contains__, now - timedelta(hours=3))
+    assert len(stalled) == 12 and stalled[0] == datetime(2026, 1, 1, 11, 5, tzinfo=UTC)
     assert tick_run_id("w", now) == tick_run_id("w", now) != tick_run_id("v", now)
 
 

@@ -122,7 +122,8 @@ def due_ticks(
         ticks: list[datetime] = []
         tick = plan.next_after(since)
         while tick <= now and len(ticks) < MAX_CATCHUP_TICKS:
-            ticks.append(tick)
+            if now - tick <= plan.catchup:  # a stalled scheduler: the window holds here too
+                ticks.append(tick)
             tick = plan.next_after(tick)
         return ticks
     back = plan.ticks_back(now)
