@@ -47,3 +47,12 @@ def failed(current: Any, exc: BaseException) -> None:
         return
     current.record_exception(exc)
     current.set_status(_trace.Status(_trace.StatusCode.ERROR, str(exc)[:200]))
+
+
+def annotate(key: str, value: Any) -> None:
+    """Set an attribute on the current span (the drive's), if one is recording."""
+    if _trace is None:
+        return
+    current = _trace.get_current_span()
+    if current.is_recording():
+        current.set_attribute(key, value)

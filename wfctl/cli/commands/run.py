@@ -23,6 +23,7 @@ from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
 from wfctl.runtime import executor as ex
+from wfctl.runtime import lease as lease_mod
 from wfctl.runtime.registry import ArgumentsError, WorkflowDef, Workflows, file_module
 from wfctl.runtime.store import Store
 from wfctl.world import model
@@ -254,8 +255,21 @@ def run_command(
         typer.Option("--detach", help="Only start the run and leave it to `wfctl worker`s."),
     ] = False,
     queue: Annotated[
-        str, typer.Option("--queue", help="With --detach: the workers' queue to hand it to.")
+        str,
+        typer.Option(
+            "--queue",
+            help="The workers' queue: with --detach the run goes there; otherwise a worker "
+            "of it adopts the run if this process dies.",
+        ),
     ] = "default",
+    lease: Annotated[
+        str,
+        typer.Option(
+            "--lease",
+            help="The lease this process holds while it drives the run (renewed every "
+            "third of it): after it, a dead process's run goes to a worker.",
+        ),
+    ] = "15s",
     wait: Annotated[
         bool, typer.Option("--wait", help="Drive to the end, sleeping through durable sleeps.")
     ] = False,
@@ -297,6 +311,7 @@ def run_command(
     if run_id and idempotency_key:
         raise UsageError("--id and --idempotency-key exclude each other")
     limit = parse_duration(timeout).total_seconds() if timeout else None
+    lease_s = max(0.3, parse_duration(lease, "--lease").total_seconds())
     wdef = load_target(target)
     args, kwargs = parse_args(args_json)
     if args_json is not None or run_id is None:
@@ -331,11 +346,29 @@ def run_command(
         blocked = BlockedReporter(st, store, again if wait else "")
         runner = ex.Executor(wdef.registry, store, log=st.output.debug, on_blocked=blocked)
         try:
-            done = runner.drive(created.run_id, wait=wait, timeout=limit)
+            # The run's lease (runtime/lease.py): if this process dies, a `wfctl worker` of
+            # --queue adopts the run once the lease has expired.
+            with lease_mod.driving(
+                store.conn,
+                lambda: connect(st.target, autocommit=True),
+                created.run_id,
+                wdef.name,
+                queue=queue,
+                lease=lease_s,
+                enabled=store.queued,
+            ) as (finish, held):
+                if store.queued and not held.held:
+                    done = ex.Done(
+                        created.run_id, "busy", error="a worker holds the run's lease"
+                    )
+                else:
+                    done = runner.drive(created.run_id, wait=wait, timeout=limit)
+                finish(done)
         except KeyboardInterrupt:
+            handed = f" and handed to the workers of queue {queue!r}" if store.queued else ""
             st.output.message(
-                f"wfctl: run {created.run_id} is left as it was (durable); continue it with"
-                f" `{again}`"
+                f"wfctl: run {created.run_id} is left as it was (durable){handed}; continue"
+                f" it with `{again}`"
             )
             raise
         finally:
