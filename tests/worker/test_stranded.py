@@ -124,7 +124,7 @@ def test_unqueued_run_is_reported_and_repair_hands_it_to_workers(
             (run_id, "not queued")
         ]
         # Dry run: the plan, nothing written.
-        code, out, err = run_cli(
+        _, out, err = run_cli(
             "--dsn", world.dsn, "--format", "json", "repair", "--only", "WF136",
             "--min-age", "0s", "--force-min-age",
         )  # fmt: skip

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -28,8 +28,17 @@ from wfctl import sql
 from wfctl.runtime.store import TERMINAL
 from wfctl.world import ids
 
-if TYPE_CHECKING:
-    from wfctl.runtime.executor import Done
+
+class Done(Protocol):
+    """Where a drive left the run (`executor.Done`; not imported: the executor imports this)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def next_due(self) -> datetime | None: ...
+
 
 LEASE_SECONDS = 15.0
 DEFAULT_QUEUE = "default"
