@@ -190,10 +190,11 @@ class Executor:
         log: Callable[[str], None] | None = None,
         stop: Callable[[], bool] | None = None,
         on_blocked: Callable[[str], None] | None = None,
-        on_step: Callable[[float, bool], None] | None = None,
+        on_step: Callable[[float, bool, str, str], None] | None = None,
     ) -> None:
         self.registry = registry
-        # Told each step attempt's body wall time and whether it returned (worker metrics).
+        # Told each step attempt's body wall time, whether it returned, and the workflow and
+        # step names (worker metrics' labels).
         self.on_step = on_step
         self.store = store
         self.log = log or (lambda _m: None)
@@ -204,6 +205,7 @@ class Executor:
         # new, and return the run as `running` (next_due = now) for another driver.
         self.stop = stop
         self.run_id = ""  # the run being driven (for step_context())
+        self.workflow_name = ""
         self._pool: ThreadPoolExecutor | None = None
         self._aloop: asyncio.AbstractEventLoop | None = None
 
@@ -259,6 +261,7 @@ class Executor:
         if wdef is None:
             raise LookupError(f"run {run_id} is workflow {row.name}, not in this registry")
         self.run_id = run_id  # hook: step_context() of the steps this drive runs
+        self.workflow_name = row.name  # hook: the worker metrics' workflow label
         tracing.annotate("wfctl.workflow", row.name)  # hook: once per drive
         args = serde.loads(row.input) or []
         engine = eng.Engine(run_id, wdef.fn, list(args))
@@ -473,7 +476,8 @@ class Executor:
     def _observed(self, results: list[_Result]) -> list[_Result]:
         if self.on_step is not None:
             for res in results:
-                self.on_step((res.finished - res.started) / 1e9, res.exc is None)
+                seconds = (res.finished - res.started) / 1e9
+                self.on_step(seconds, res.exc is None, self.workflow_name, res.cmd.step_name)
         return results
 
     def _step_args(self, cmd: eng.StartStep) -> list[Any]:

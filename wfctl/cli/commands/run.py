@@ -16,6 +16,7 @@ import psycopg
 import typer
 
 from wfctl import sql
+from wfctl.cli import logs
 from wfctl.cli.app import State, app, state
 from wfctl.cli.output import Format
 from wfctl.clock import timestamp
@@ -284,6 +285,11 @@ def run_command(
             "on this database would fail every active Python run).",
         ),
     ] = False,
+    log_format: Annotated[
+        str,
+        typer.Option("--log-format", envvar="WFCTL_LOG_FORMAT", help=logs.LOG_FORMAT_HELP),
+    ] = "text",
+    otel: Annotated[bool, typer.Option("--otel", help=logs.OTEL_HELP)] = False,
 ) -> None:
     """Start a durable workflow run and drive it in this process.
 
@@ -292,9 +298,12 @@ def run_command(
     and drives it: steps run here, every transition commits with its event. Without --wait
     it stops when the run blocks on a sleep or a hook (resume it later with --id); with
     --detach it only starts the run and, in the same transaction, hands it to the workers
-    of --queue (`wfctl worker`). Exit 0 completed (or left running), 2 failed or
-    cancelled, 3 could not start, 1 still running when --timeout expired, 64 ARGS that do
-    not fit the workflow's parameters (checked before the run is created: nothing written).
+    of --queue (`wfctl worker`). While this process drives the run it holds a lease on it
+    (--lease): if the process dies, a worker of --queue adopts the run once the lease expires;
+    a run left blocked on a sleep or a hook is handed to that queue too. Exit 0 completed
+    (or left running), 2 failed or cancelled, 3 could not start, 1 still running when
+    --timeout expired, 64 ARGS that do not fit the workflow's parameters (checked before
+    the run is created: nothing written).
 
     [bold]Examples[/bold]
       wfctl run docs/examples/checkout.py:checkout '["order-1"]'
@@ -306,6 +315,27 @@ def run_command(
     """
     st = state(ctx)
     st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    flush_spans = logs.setup(st, log_format, otel)
+    try:
+        _run(st, target, args_json, run_id, idempotency_key, detach, queue, lease, wait, timeout,
+             allow_node_peer)  # fmt: skip
+    finally:
+        flush_spans()
+
+
+def _run(
+    st: State,
+    target: str,
+    args_json: str | None,
+    run_id: str | None,
+    idempotency_key: str | None,
+    detach: bool,
+    queue: str,
+    lease: str,
+    wait: bool,
+    timeout: str | None,
+    allow_node_peer: bool,
+) -> None:
     if detach and wait:
         raise UsageError("--detach and --wait exclude each other")
     if run_id and idempotency_key:
@@ -358,9 +388,7 @@ def run_command(
                 enabled=store.queued,
             ) as (finish, held):
                 if store.queued and not held.held:
-                    done = ex.Done(
-                        created.run_id, "busy", error="a worker holds the run's lease"
-                    )
+                    done = ex.Done(created.run_id, "busy", error="a worker holds the run's lease")
                 else:
                     done = runner.drive(created.run_id, wait=wait, timeout=limit)
                 finish(done)
