@@ -100,3 +100,14 @@ def add_fields(logger: logging.Logger | None, **fields: Any) -> None:
         for filt in handler.filters:
             if isinstance(filt, _Fields):
                 filt.fields.update(fields)
+
+
+def render(logger: logging.Logger | None, message: str) -> str:
+    """`message` as the logger would write it, for a signal handler, which prints instead of
+    logging (a handler's lock may be held by the thread the signal interrupted)."""
+    if logger is None or not logger.handlers:
+        return message
+    handler = logger.handlers[0]
+    record = logger.makeRecord(logger.name, logging.INFO, "", 0, message, (), None)
+    handler.filter(record)
+    return handler.format(record)

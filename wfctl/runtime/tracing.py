@@ -81,7 +81,10 @@ def export(service: str = "wfctl") -> tuple[str, Callable[[], None]]:
     kind = (os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip().lower()
     processor: SpanProcessor
     if kind == "console":
-        processor = SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr))
+        # One line per span, so it interleaves with --log-format json lines.
+        processor = SimpleSpanProcessor(
+            ConsoleSpanExporter(out=sys.stderr, formatter=lambda s: s.to_json(indent=None) + "\n")
+        )
     elif kind == "otlp":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[import-not-found,unused-ignore]
             OTLPSpanExporter,

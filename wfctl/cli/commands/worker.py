@@ -189,11 +189,15 @@ def worker_command(
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         signals["count"] += 1
         if signals["count"] > 1:
-            print("wfctl worker: second signal: exiting now", file=sys.stderr, flush=True)
+            line = logs.render(st.output.logger, "wfctl worker: second signal: exiting now")
+            print(line, file=sys.stderr, flush=True)
             os._exit(1)
         name = signal.Signals(signum).name
         print(
-            f"wfctl worker: {name}: finishing current steps, handing runs back",
+            logs.render(
+                st.output.logger,
+                f"wfctl worker: {name}: finishing current steps, handing runs back",
+            ),
             file=sys.stderr,
             flush=True,
         )
