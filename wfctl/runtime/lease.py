@@ -157,7 +157,7 @@ class Heartbeat:
                             sql.load("worker/renew"),
                             {"owner": owner, "lease": self.lease, "runs": runs},
                         )
-                except psycopg.Error:
+                except Exception:  # psycopg.Error, or the CLI's one-line connection error
                     # The lease may lapse; the run lock still keeps a second driver out.
                     self.failures += 1
                     if conn is not None:
@@ -203,18 +203,33 @@ def driving(
     finally:
         beat.close()
         if taken.held:
-            try:
-                if not finished:
-                    release(conn, taken, datetime.now(UTC))
-                elif finished[0].status in TERMINAL:
-                    drop(conn, taken)
-                else:
-                    release(conn, taken, ready_after(finished[0]))
-            except psycopg.Error:
-                # The driver's session is unusable: hand it back from a fresh one, or let
-                # the lease expire.
-                try:
-                    with connect() as fresh:
-                        release(fresh, taken, datetime.now(UTC))
-                except psycopg.Error:
-                    pass
+            _hand_back(conn, connect, taken, finished[0] if finished else None)
+
+
+def _hand_back(
+    conn: psycopg.Connection[Any], connect: Connect, taken: Lease, done: Done | None
+) -> None:
+    """Release (or drop) the row; on the driver's session when it is idle, else (an
+    interrupted drive may leave it inside a transaction) on a fresh one; if the server is
+    unreachable, the lease expires instead."""
+    idle = not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    try:
+        if idle:
+            _leave(conn, taken, done)
+            return
+    except psycopg.Error:
+        pass
+    try:
+        with connect() as fresh:
+            _leave(fresh, taken, done)
+    except Exception:  # psycopg.Error, or the CLI's one-line connection error
+        pass
+
+
+def _leave(conn: psycopg.Connection[Any], taken: Lease, done: Done | None) -> None:
+    if done is None:
+        release(conn, taken, datetime.now(UTC))
+    elif done.status in TERMINAL:
+        drop(conn, taken)
+    else:
+        release(conn, taken, ready_after(done))
