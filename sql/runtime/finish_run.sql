@@ -1,6 +1,9 @@
 -- finish_run: a terminal run transition's row change (completed / failed / cancelled), guarded
 -- (raises unless pending or running, §3.4). The waits and hooks of the run are deleted by
 -- delete_run_waits / delete_run_hooks* in the same transaction, then the terminal event.
+-- It also notifies channel wfctl_run_end (payload: the run id): NOTIFY is transactional, so
+-- a waiting client (RunHandle.result(), Client) hears of the end only once it is committed,
+-- and a rolled-back attempt notifies nobody. Terminal transactions only, never per step.
 -- params: run_id, status, output_cbor, error_cbor, error_code
 WITH u AS (
     UPDATE workflow.workflow_runs
@@ -10,5 +13,6 @@ WITH u AS (
     WHERE id = %(run_id)s AND status IN ('pending', 'running')
     RETURNING id)
 SELECT CASE WHEN count(*) = 1 THEN 1
-            ELSE ('wfctl guard: run ' || %(run_id)s::text || ' is already terminal (' || count(*) || ')')::int END
+            ELSE ('wfctl guard: run ' || %(run_id)s::text || ' is already terminal (' || count(*) || ')')::int END,
+       pg_notify('wfctl_run_end', %(run_id)s::text)
 FROM u;

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 import os
 import re
 import sys
@@ -63,6 +64,8 @@ class Output:
     verbose: int = 0
     out: Console = field(init=False)
     err: Console = field(init=False)
+    # Set by `--log-format json` (wfctl.cli.logs): messages go to this logger instead.
+    logger: logging.Logger | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         no_color = self.no_color or bool(os.environ.get("NO_COLOR"))
@@ -80,9 +83,15 @@ class Output:
 
     def message(self, text: str) -> None:
         """A note for the human (stderr), never mixed into data."""
+        if self.logger is not None:
+            self.logger.info(text)
+            return
         self.err.print(text)
 
     def debug(self, text: str) -> None:
+        if self.logger is not None:
+            self.logger.debug(text)
+            return
         if self.verbose:
             self.err.print(f"[dim]{text}[/dim]")
 

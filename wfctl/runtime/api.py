@@ -30,12 +30,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Generator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wfctl.runtime import engine, executor, serde
 from wfctl.runtime.children import ChildWorkflowError
+from wfctl.runtime.client import AsyncClient, Client, RunHandle, RunPage, SyncRunHandle
+from wfctl.runtime.context import StepContext, step_context
+from wfctl.runtime.errors import (
+    HookNotFoundError,
+    RunCancelledError,
+    RunFailedError,
+    RunNotFoundError,
+    RunTimeoutError,
+    WorkflowError,
+)
 from wfctl.runtime.registry import (
     DEFAULT_MAX_RETRIES,
     ArgumentsError,
@@ -175,34 +184,15 @@ async def start_child(
 # --- starting runs -------------------------------------------------------------------------
 
 
-@dataclass
-class RunHandle:
-    """A started run: its id, and (after `result()`) its status and output."""
-
-    id: str
-    workflow: WorkflowDef
-    status: str = "pending"
-    output: Any = None
-    error: str | None = None
-
-    async def result(self, timeout: float | None = None) -> Any:
-        """Drive the run in this process until it ends; its output (or an exception)."""
-        done = await asyncio.to_thread(
-            executor.drive_to_end, self.workflow.registry, self.id, timeout
-        )
-        self.status, self.output, self.error = done.status, done.output, done.error
-        if done.status != "completed":
-            raise RuntimeError(f"run {self.id} {done.status}: {done.error}")
-        return done.output
-
-
 async def start(
     workflow: WorkflowDef,
     *args: Any,
     run_id: str | None = None,
     idempotency_key: str | None = None,
 ) -> RunHandle:
-    """Start a run (one transaction: run row, slot marker, run_created) and return its handle."""
+    """Start a run (one transaction: run row, slot marker, run_created) and return its handle;
+    `await handle.result()` drives it in this process (under a lease: a worker adopts it if
+    this process dies). To hand a run to workers instead, use `Client.enqueue`."""
     if engine.in_workflow():
         raise RuntimeError(
             "start() cannot be called inside a workflow (it does I/O and would start a new run"
@@ -212,24 +202,35 @@ async def start(
     created = await asyncio.to_thread(
         executor.create, workflow, list(args), run_id=run_id, idempotency_key=idempotency_key
     )
-    return RunHandle(created.run_id, workflow, created.status)
+    return RunHandle(created.run_id, workflow, created.status, drive=True)
 
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "ArgumentsError",
+    "AsyncClient",
     "Cancelled",
     "ChildRun",
     "ChildWorkflowError",
+    "Client",
     "FatalError",
     "Hook",
     "HookConflictError",
+    "HookNotFoundError",
     "RetryableError",
+    "RunCancelledError",
+    "RunFailedError",
     "RunHandle",
+    "RunNotFoundError",
+    "RunPage",
+    "RunTimeoutError",
     "SerializationError",
+    "StepContext",
     "StepDef",
     "StepFailedError",
+    "SyncRunHandle",
     "WorkflowDef",
+    "WorkflowError",
     "Workflows",
     "cancel_requested",
     "create_hook",
@@ -239,4 +240,5 @@ __all__ = [
     "sleep",
     "start",
     "start_child",
+    "step_context",
 ]

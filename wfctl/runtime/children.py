@@ -31,6 +31,7 @@ from typing import Any
 from wfctl import sql
 from wfctl.runtime import engine as eng
 from wfctl.runtime import serde
+from wfctl.runtime.errors import WorkflowError
 from wfctl.runtime.store import TERMINAL, RunRow, Store, Tx
 from wfctl.world import codec, ids
 
@@ -96,12 +97,13 @@ def reconcile(store: Store) -> int:
     return delivered
 
 
-class ChildWorkflowError(Exception):
+class ChildWorkflowError(WorkflowError):
     """A child run ended failed or cancelled (raised by `await child` in the parent)."""
 
     def __init__(self, run_id: str, status: str, error: str | None, code: str | None) -> None:
-        super().__init__(f"child run {run_id} {status}" + (f": {error}" if error else ""))
-        self.run_id = run_id
+        super().__init__(
+            f"child run {run_id} {status}" + (f": {error}" if error else ""), run_id=run_id
+        )
         self.status = status
         self.error = error
         self.error_code = code

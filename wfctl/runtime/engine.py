@@ -38,6 +38,7 @@ from typing import Any, cast
 from ulid import ULID
 
 from wfctl.runtime import serde
+from wfctl.runtime.errors import WorkflowError
 
 # --- the deterministic loop -----------------------------------------------------------------
 
@@ -252,7 +253,7 @@ def short_name(step_name: str) -> str:
     return f"{module}.{function}" if sep and module else rest
 
 
-class StepFailedError(Exception):
+class StepFailedError(WorkflowError):
     """Raised inside a workflow when a step failed for good (its error is carried along)."""
 
     def __init__(self, step_name: str, error: Any) -> None:

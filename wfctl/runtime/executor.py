@@ -33,8 +33,9 @@ from typing import Any
 
 import psycopg
 
-from wfctl.runtime import children, serde, tracing
+from wfctl.runtime import children, context, serde, tracing
 from wfctl.runtime import engine as eng
+from wfctl.runtime.errors import WorkflowError
 from wfctl.runtime.registry import FatalError, RetryableError, WorkflowDef, Workflows
 from wfctl.runtime.retries import DEFAULT_POLICY
 from wfctl.runtime.store import (
@@ -138,11 +139,43 @@ def create(
             conn.close()
 
 
-def drive_to_end(registry: Workflows, run_id: str, timeout: float | None = None) -> Done:
-    """Drive a run until it ends (sleeping through durable sleeps); for `RunHandle.result`."""
+def drive_to_end(
+    registry: Workflows,
+    run_id: str,
+    timeout: float | None = None,
+    *,
+    name: str | None = None,
+    queue: str = "default",
+) -> Done:
+    """Drive a run until it ends (sleeping through durable sleeps); for `RunHandle.result`.
+
+    The drive holds the run's lease (runtime/lease.py) where the database has the worker's
+    tables: if this process dies, a `wfctl worker` of `queue` adopts the run."""
+    from wfctl.runtime import lease
+
     conn = _default_connection(registry)
     try:
-        return Executor(registry, Store(conn)).drive(run_id, wait=True, timeout=timeout)
+        store = Store(conn)
+        if name is None:
+            row = store.read_run(run_id)
+            name = row.name if row is not None else ""
+        runner = Executor(registry, store)
+        try:
+            with lease.driving(
+                conn,
+                lambda: _default_connection(registry),
+                run_id,
+                name,
+                queue=queue,
+                enabled=store.queued and bool(name),
+            ) as (finish, held):
+                if store.queued and name and not held.held:
+                    return Done(run_id, "busy", error="another process holds the run's lease")
+                done = runner.drive(run_id, wait=True, timeout=timeout)
+                finish(done)
+                return done
+        finally:
+            runner.close()
     finally:
         conn.close()
 
@@ -158,10 +191,11 @@ class Executor:
         log: Callable[[str], None] | None = None,
         stop: Callable[[], bool] | None = None,
         on_blocked: Callable[[str], None] | None = None,
-        on_step: Callable[[float, bool], None] | None = None,
+        on_step: Callable[[float, bool, str, str], None] | None = None,
     ) -> None:
         self.registry = registry
-        # Told each step attempt's body wall time and whether it returned (worker metrics).
+        # Told each step attempt's body wall time, whether it returned, and the workflow and
+        # step names (worker metrics' labels).
         self.on_step = on_step
         self.store = store
         self.log = log or (lambda _m: None)
@@ -171,6 +205,8 @@ class Executor:
         # Asked between steps (a worker shutting down): commit what is done, start nothing
         # new, and return the run as `running` (next_due = now) for another driver.
         self.stop = stop
+        self.run_id = ""  # the run being driven (for step_context())
+        self.workflow_name = ""
         self._pool: ThreadPoolExecutor | None = None
         self._aloop: asyncio.AbstractEventLoop | None = None
 
@@ -198,7 +234,9 @@ class Executor:
                     except (Unseen, PositionTaken, GuardError, AlreadyExists) as exc:
                         # Someone else wrote to the run: start over from the log.
                         self.log(f"{run_id}: {type(exc).__name__}: {exc}; replaying")
-                raise RuntimeError(f"run {run_id}: gave up after {MAX_REBUILDS} conflicting writes")
+                raise WorkflowError(
+                    f"run {run_id}: gave up after {MAX_REBUILDS} conflicting writes", run_id=run_id
+                )
         finally:
             self.store.unlock_run(run_id)
 
@@ -225,6 +263,9 @@ class Executor:
         wdef = self.registry.by_name(row.name)
         if wdef is None:
             raise LookupError(f"run {run_id} is workflow {row.name}, not in this registry")
+        self.run_id = run_id  # hook: step_context() of the steps this drive runs
+        self.workflow_name = row.name  # hook: the worker metrics' workflow label
+        tracing.annotate("wfctl.workflow", row.name)  # hook: once per drive
         args = serde.loads(row.input) or []
         engine = eng.Engine(run_id, wdef.fn, list(args))
         try:
@@ -446,7 +487,8 @@ class Executor:
     def _observed(self, results: list[_Result]) -> list[_Result]:
         if self.on_step is not None:
             for res in results:
-                self.on_step((res.finished - res.started) / 1e9, res.exc is None)
+                seconds = (res.finished - res.started) / 1e9
+                self.on_step(seconds, res.exc is None, self.workflow_name, res.cmd.step_name)
         return results
 
     def _step_args(self, cmd: eng.StartStep) -> list[Any]:
@@ -466,7 +508,8 @@ class Executor:
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
-            value = step.invoke(self._step_args(cmd))
+            ctx = context.StepContext(self.run_id, cmd.correlation_id, cmd.step_name, attempt)
+            value = context.call(ctx, step.invoke, self._step_args(cmd))
             if inspect.isawaitable(value):
                 raise FatalError(f"step {cmd.step_name} returned an awaitable")
             res.value = serde.dumps(value, f"the result of step {cmd.step_name}")
@@ -488,13 +531,17 @@ class Executor:
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
+            ctx = context.StepContext(self.run_id, cmd.correlation_id, cmd.step_name, attempt)
+            body: Any
             if step.is_async:
-                body = step.invoke(self._step_args(cmd))
+                body = context.call_async(ctx, step.invoke, self._step_args(cmd))
             else:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="wfctl-step")
                 loop = asyncio.get_running_loop()
-                body = loop.run_in_executor(self._pool, step.invoke, self._step_args(cmd))
+                body = loop.run_in_executor(
+                    self._pool, context.call, ctx, step.invoke, self._step_args(cmd)
+                )
             if step.timeout is None:
                 value = await body
             else:

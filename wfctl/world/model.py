@@ -43,6 +43,8 @@ class World:
     drift: list[str] = field(default_factory=list)
     # A hot standby (pg_is_in_recovery): every read works, every write is refused.
     standby: bool = False
+    # wfctl's worker queue (wfctl.run_queue, revision w0004): runs handed to `wfctl worker`s.
+    has_run_queue: bool = False
 
     @property
     def present(self) -> bool:
@@ -138,6 +140,7 @@ def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
         migrations=recorded,
         unknown_migrations=unknown,
         standby=p["in_recovery"],
+        has_run_queue=p["has_run_queue"],
     )
     if with_drift and world.present:
         world.drift = [
