@@ -48,6 +48,7 @@ from wfctl.runtime.registry import (
     Workflows,
     parse_duration,
 )
+from wfctl.runtime.values import register_codec
 
 # --- inside workflows ----------------------------------------------------------------------
 
@@ -134,7 +135,8 @@ class RunHandle:
         self.status, self.output, self.error = done.status, done.output, done.error
         if done.status != "completed":
             raise RuntimeError(f"run {self.id} {done.status}: {done.error}")
-        return done.output
+        self.output = self.workflow.decode_output(done.output)  # rich return annotations
+        return self.output
 
 
 async def start(
@@ -167,6 +169,7 @@ __all__ = [
     "now",
     "parse_duration",
     "random",
+    "register_codec",
     "sleep",
     "start",
 ]

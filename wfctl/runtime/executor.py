@@ -223,7 +223,7 @@ class Executor:
         if wdef is None:
             raise LookupError(f"run {run_id} is workflow {row.name}, not in this registry")
         args = serde.loads(row.input) or []
-        engine = eng.Engine(run_id, wdef.fn, list(args))
+        engine = eng.Engine(run_id, wdef.entry, list(args))  # entry: typed arguments
         try:
             return self._loop(engine, row.status, wait, deadline)
         finally:
