@@ -81,6 +81,16 @@ def sleep(
     return eng.sleep_until(until)
 
 
+def patched(change_id: str) -> bool:
+    """Whether this run takes change `change_id`'s new code path: True for runs that reach
+    the call fresh, False for runs replaying history recorded before the change (they keep
+    the old path). Deterministic on replay; see docs/runtime.md, "Changing workflow code".
+    Outside a workflow (a workflow function called directly): True."""
+    if not engine.in_workflow():
+        return True
+    return engine.current().patched(change_id)
+
+
 class Hook:
     """A hook created inside a workflow: `await hook` for the next payload, or
     `async for payload in hook`. Resumed from outside with `wfctl hooks resume TOKEN JSON`."""
@@ -168,6 +178,7 @@ __all__ = [
     "create_hook",
     "now",
     "parse_duration",
+    "patched",
     "random",
     "register_codec",
     "sleep",

@@ -293,13 +293,22 @@ class Workflows:
 
     def step_by_name(self, name: str) -> StepDef | None:
         """The step a log names (its name, or an unambiguous older alias)."""
-        return self.steps.get(name) or self._step_aliases.get(name)
+        return self.steps.get(name) or self._step_aliases.get(name) or _builtin_step(name)
 
     def served_names(self) -> list[str]:
         """Every workflow name a worker of this registry can drive (names and aliases)."""
         names = set(self.workflows)
         names.update(alias for alias, wdef in self._aliases.items() if wdef is not None)
         return sorted(names)
+
+
+def _builtin_step(name: str) -> StepDef | None:
+    """wfctl's own steps: the marker `patched()` records (patching.py)."""
+    from wfctl.runtime import patching
+
+    if not patching.is_marker(name):
+        return None
+    return StepDef(patching.marker_body, name, 3)
 
 
 def _add_aliases(table: dict[str, Any], aliases: tuple[str, ...], target: Any) -> None:
