@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -129,21 +130,39 @@ def test_the_plugin_in_a_users_project(tmp_path: Path, pg_server: Server) -> Non
             """
         )
     )
+    done = _pytest_in(tmp_path, pg_server, "test_shop.py")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "1 passed" in done.stdout
+
+
+def test_the_testing_guide_runs_as_written(tmp_path: Path, pg_server: Server) -> None:
+    """docs/testing.md's first two examples (a module and its tests), run by pytest in a
+    fresh project with the plugin."""
+    guide = (ROOT / "docs" / "testing.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, flags=re.S)[:2]
+    for block in blocks:
+        target = tmp_path / block.splitlines()[0].removeprefix("# ").strip()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(block)
+    done = _pytest_in(tmp_path, pg_server, "tests/test_flows.py")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "2 passed" in done.stdout
+
+
+def _pytest_in(folder: Path, pg_server: Server, test: str) -> subprocess.CompletedProcess[str]:
     installed = any(
         ep.value == "wfctl.testing.plugin"
         for ep in importlib.metadata.entry_points(group="pytest11")
     )
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_shop.py"]
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test]
     if not installed:
         args[3:3] = ["-p", "wfctl.testing.plugin"]
     env = {
         **os.environ,
         "WFCTL_TEST_DSN": pg_server.admin_dsn,
-        "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}",
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{folder}",
     }
-    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "1 passed" in done.stdout
+    return subprocess.run(args, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_the_entry_point_is_declared() -> None:
