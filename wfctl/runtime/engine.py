@@ -30,6 +30,7 @@ import contextvars
 import functools
 import hashlib
 import random as _random
+import re
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -283,8 +284,29 @@ def current() -> Engine:
 PATCH_MARKER_PREFIX = "step//py:wfctl.patched//"  # patching.py: the marker step's names
 
 
+_CHANGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
 def _is_marker(step_name: object) -> bool:
     return isinstance(step_name, str) and step_name.startswith(PATCH_MARKER_PREFIX)
+
+
+def patch_marker_name(change_id: str) -> str:
+    """The marker step's name for a change id (validated: it is part of a step name)."""
+    if not isinstance(change_id, str) or not _CHANGE_ID.match(change_id):
+        raise ValueError(
+            f"patched({change_id!r}): a change id is 1-128 letters, digits, '.', '_', ':' "
+            "or '-', starting with a letter or digit"
+        )
+    return PATCH_MARKER_PREFIX + change_id
+
+
+def patch_marker_correlation(run_id: str, change_id: str) -> str:
+    """`step_<ULID>` with the run's time prefix and a random part from (run, change) only:
+    no counter, so asking patched() or not shifts no other id."""
+    millis, _ = _ulid_basis(run_id)
+    digest = hashlib.sha256(f"{run_id}\x00patched\x00{change_id}".encode()).digest()
+    return "step_" + str(ULID.from_int((millis << 80) | int.from_bytes(digest[:10], "big")))
 
 
 def in_workflow() -> bool:
@@ -411,9 +433,7 @@ class Engine:
 
     def patched(self, change_id: str) -> bool:
         """True if this run takes change `change_id`'s new path (see patching.py)."""
-        from wfctl.runtime import patching
-
-        name = patching.marker_name(change_id)
+        name = patch_marker_name(change_id)
         if self._patches is None:
             self._patches = {}
         decided = self._patches.get(change_id)
@@ -432,7 +452,7 @@ class Engine:
             decided = True
         self._patches[change_id] = decided
         if decided:
-            corr = patching.marker_correlation(self.run_id, change_id)
+            corr = patch_marker_correlation(self.run_id, change_id)
             req = _Request("step", corr, name, serde.dumps([], "a patch marker"), 3)
             req.future = self._loop.create_future()
             self._register(req)

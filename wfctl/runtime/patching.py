@@ -20,33 +20,11 @@ skipped on replay).
 
 from __future__ import annotations
 
-import hashlib
-import re
-
 from wfctl.runtime import engine
 
 MARKER_PREFIX = engine.PATCH_MARKER_PREFIX
-_CHANGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-
-
-def marker_name(change_id: str) -> str:
-    """The marker step's name for a change id (validated: it is part of a step name)."""
-    if not _CHANGE_ID.match(change_id):
-        raise ValueError(
-            f"patched({change_id!r}): a change id is 1-128 letters, digits, '.', '_', ':' "
-            "or '-', starting with a letter or digit"
-        )
-    return MARKER_PREFIX + change_id
-
-
-def marker_correlation(run_id: str, change_id: str) -> str:
-    """`step_<ULID>` with the run's time prefix and a random part from (run, change) only."""
-    from ulid import ULID
-
-    millis, _ = engine._ulid_basis(run_id)
-    digest = hashlib.sha256(f"{run_id}\x00patched\x00{change_id}".encode()).digest()
-    rand = int.from_bytes(digest[:10], "big")
-    return "step_" + str(ULID.from_int((millis << 80) | rand))
+marker_name = engine.patch_marker_name  # validates the change id
+marker_correlation = engine.patch_marker_correlation
 
 
 def is_marker(step_name: object) -> bool:
