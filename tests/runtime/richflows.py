@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 
-from wfctl.runtime import Workflows
+from wfctl.runtime import Workflows, create_hook
 
 wf = Workflows()
 
@@ -74,6 +74,20 @@ async def checkout(order: Order) -> Receipt:
 @wf.workflow
 async def untyped(value):  # type: ignore[no-untyped-def]
     return value
+
+
+@dataclass
+class Decision:
+    approved: bool
+    limit: Decimal
+    by: uuid.UUID | None = None
+
+
+@wf.workflow
+async def approve(order: Order) -> str:
+    decision = await create_hook(token=f"approve-{order.id}", payload_type=Decision)
+    assert isinstance(decision, Decision) and isinstance(decision.limit, Decimal)
+    return f"{order.tier.value}: {decision.approved} up to {decision.limit}"
 
 
 def sample() -> Order:

@@ -192,6 +192,38 @@ def test_the_node_package_reads_every_rich_type(world, conn, store) -> None:
     assert output["pair"] == [2, "n"]
 
 
+def test_typed_hook_payloads_and_json_arguments_from_the_cli(world, conn, store, run_cli) -> None:
+    order = richflows.sample()
+    run_id = create(richflows.approve, [order], conn=conn).run_id
+    assert drive(store, run_id).status == "running"  # parked on its hook
+    status, _, err = run_cli(
+        "--dsn", world.dsn, "hooks", "resume", f"approve-{order.id}",
+        '{"approved": true, "limit": "250.00"}',
+    )  # fmt: skip
+    assert status == 0, err
+    done = drive(store, run_id)
+    assert done.status == "completed", done.error
+    assert done.output == "gold: True up to 250.00"
+    # `wfctl run` reads ARGS as JSON: an object for a dataclass parameter, decoded by the run
+    arg = json.dumps(
+        [
+            {
+                "id": str(order.id),
+                "placed": "2026-12-04",
+                "cutoff": "09:00",
+                "tier": "silver",
+                "lines": [{"sku": "z", "price": "3.30", "qty": 3}],
+            }
+        ]
+    )
+    status, out, err = run_cli(
+        "--dsn", world.dsn, "--format", "json", "run", "tests/runtime/richflows.py:checkout",
+        arg, "--wait", "--timeout", "20s",
+    )  # fmt: skip
+    assert status == 0, out + err
+    assert '"9.90"' in out or "9.90" in out
+
+
 @dataclass
 class _Stamp:
     at: time

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from wfctl.runtime import engine, executor, serde
+from wfctl.runtime import engine, executor, serde, values
 from wfctl.runtime.registry import (
     DEFAULT_MAX_RETRIES,
     ArgumentsError,
@@ -95,15 +95,19 @@ class Hook:
     """A hook created inside a workflow: `await hook` for the next payload, or
     `async for payload in hook`. Resumed from outside with `wfctl hooks resume TOKEN JSON`."""
 
-    def __init__(self, correlation_id: str) -> None:
+    def __init__(self, correlation_id: str, decode: values.Decoder | None = None) -> None:
         self.correlation_id = correlation_id
+        self._decode = decode  # create_hook(payload_type=...): payloads decoded to it
 
     @property
     def token(self) -> str:
         return engine.current().hook_token(self.correlation_id)
 
     def __await__(self) -> Generator[Any, None, Any]:
-        return engine.current().next_payload(self.correlation_id).__await__()
+        future = engine.current().next_payload(self.correlation_id)
+        if self._decode is None:
+            return future.__await__()
+        return values.Typed(future, self._decode).__await__()
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
@@ -117,11 +121,16 @@ class Hook:
         engine.current().dispose_hook(self.correlation_id)
 
 
-def create_hook(token: str | None = None, *, metadata: Any = None) -> Hook:
-    """Create a hook; `token` defaults to a deterministic one (see `hook.token`)."""
+def create_hook(
+    token: str | None = None, *, metadata: Any = None, payload_type: Any = None
+) -> Hook:
+    """Create a hook; `token` defaults to a deterministic one (see `hook.token`).
+    `payload_type` (a dataclass, a pydantic model, `dict[str, Decimal]`...) decodes each
+    payload to that type, as annotations do for arguments (docs/runtime.md)."""
     eng = engine.current()
     meta = None if metadata is None else serde.dumps(metadata, "hook metadata")
-    return Hook(eng.create_hook(token, meta))
+    decode = None if payload_type is None else values.decoder(payload_type)
+    return Hook(eng.create_hook(token, meta), decode)
 
 
 # --- starting runs -------------------------------------------------------------------------
