@@ -28,6 +28,7 @@ from wfctl.cli.commands import (  # noqa: F401  (importing a command module regi
     info,
     migrate,
     repair,
+    replay,
     runs,
     worker,
 )

@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Generator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from wfctl.runtime import engine, executor, serde
+from wfctl.runtime import engine, executor, serde, values
 from wfctl.runtime.children import ChildWorkflowError
 from wfctl.runtime.client import AsyncClient, Client, RunHandle, RunPage, SyncRunHandle
 from wfctl.runtime.context import StepContext, step_context
@@ -58,6 +58,7 @@ from wfctl.runtime.registry import (
     Workflows,
     parse_duration,
 )
+from wfctl.runtime.values import register_codec
 
 # --- inside workflows ----------------------------------------------------------------------
 
@@ -90,19 +91,33 @@ def sleep(
     return eng.sleep_until(until)
 
 
+def patched(change_id: str) -> bool:
+    """Whether this run takes change `change_id`'s new code path: True for runs that reach
+    the call fresh, False for runs replaying history recorded before the change (they keep
+    the old path). Deterministic on replay; see docs/runtime.md, "Changing workflow code".
+    Outside a workflow (a workflow function called directly): True."""
+    if not engine.in_workflow():
+        return True
+    return engine.current().patched(change_id)
+
+
 class Hook:
     """A hook created inside a workflow: `await hook` for the next payload, or
     `async for payload in hook`. Resumed from outside with `wfctl hooks resume TOKEN JSON`."""
 
-    def __init__(self, correlation_id: str) -> None:
+    def __init__(self, correlation_id: str, decode: values.Decoder | None = None) -> None:
         self.correlation_id = correlation_id
+        self._decode = decode  # create_hook(payload_type=...): payloads decoded to it
 
     @property
     def token(self) -> str:
         return engine.current().hook_token(self.correlation_id)
 
     def __await__(self) -> Generator[Any, None, Any]:
-        return engine.current().next_payload(self.correlation_id).__await__()
+        future = engine.current().next_payload(self.correlation_id)
+        if self._decode is None:
+            return future.__await__()
+        return values.Typed(future, self._decode).__await__()
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
@@ -116,11 +131,16 @@ class Hook:
         engine.current().dispose_hook(self.correlation_id)
 
 
-def create_hook(token: str | None = None, *, metadata: Any = None) -> Hook:
-    """Create a hook; `token` defaults to a deterministic one (see `hook.token`)."""
+def create_hook(
+    token: str | None = None, *, metadata: Any = None, payload_type: Any = None
+) -> Hook:
+    """Create a hook; `token` defaults to a deterministic one (see `hook.token`).
+    `payload_type` (a dataclass, a pydantic model, `dict[str, Decimal]`...) decodes each
+    payload to that type, as annotations do for arguments (docs/runtime.md)."""
     eng = engine.current()
     meta = None if metadata is None else serde.dumps(metadata, "hook metadata")
-    return Hook(eng.create_hook(token, meta))
+    decode = None if payload_type is None else values.decoder(payload_type)
+    return Hook(eng.create_hook(token, meta), decode)
 
 
 # Raised inside a workflow at its next await when the run is asked to cancel (`wfctl runs
@@ -153,7 +173,7 @@ class ChildRun:
             self._end = end if isinstance(end, dict) else {"status": "failed", "error": repr(end)}
         end = self._end
         if end.get("status") == "completed":
-            return end.get("output")
+            return self.workflow.decode_output(end.get("output"))  # the child's return type
         raise ChildWorkflowError(
             self.run_id, str(end.get("status")), end.get("error"), end.get("errorCode")
         )
@@ -236,7 +256,9 @@ __all__ = [
     "create_hook",
     "now",
     "parse_duration",
+    "patched",
     "random",
+    "register_codec",
     "sleep",
     "start",
     "start_child",

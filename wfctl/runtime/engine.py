@@ -30,6 +30,7 @@ import contextvars
 import functools
 import hashlib
 import random as _random
+import re
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -305,6 +306,34 @@ def current() -> Engine:
         raise RuntimeError("not inside a wfctl workflow") from None
 
 
+PATCH_MARKER_PREFIX = "step//py:wfctl.patched//"  # patching.py: the marker step's names
+
+
+_CHANGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+def _is_marker(step_name: object) -> bool:
+    return isinstance(step_name, str) and step_name.startswith(PATCH_MARKER_PREFIX)
+
+
+def patch_marker_name(change_id: str) -> str:
+    """The marker step's name for a change id (validated: it is part of a step name)."""
+    if not isinstance(change_id, str) or not _CHANGE_ID.match(change_id):
+        raise ValueError(
+            f"patched({change_id!r}): a change id is 1-128 letters, digits, '.', '_', ':' "
+            "or '-', starting with a letter or digit"
+        )
+    return PATCH_MARKER_PREFIX + change_id
+
+
+def patch_marker_correlation(run_id: str, change_id: str) -> str:
+    """`step_<ULID>` with the run's time prefix and a random part from (run, change) only:
+    no counter, so asking patched() or not shifts no other id."""
+    millis, _ = _ulid_basis(run_id)
+    digest = hashlib.sha256(f"{run_id}\x00patched\x00{change_id}".encode()).digest()
+    return "step_" + str(ULID.from_int((millis << 80) | int.from_bytes(digest[:10], "big")))
+
+
 def in_workflow() -> bool:
     return _CURRENT.get(None) is not None
 
@@ -440,6 +469,48 @@ class Engine:
         self._by_corr[corr + "#dispose"] = req
         self._order.append(req)
 
+    # -- safe code changes (patching.py) ---------------------------------------------------
+
+    # The run's whole log when the engine is fed from it (`feed_all`, or set by a replayer
+    # that holds back the terminal event); None: no log (every patched() call is fresh).
+    history: list[Event] | None = None
+    _patches: dict[str, bool] | None = None
+    _markers: frozenset[str] | None = None
+
+    def patched(self, change_id: str) -> bool:
+        """True if this run takes change `change_id`'s new path (see patching.py)."""
+        name = patch_marker_name(change_id)
+        if self._patches is None:
+            self._patches = {}
+        decided = self._patches.get(change_id)
+        if decided is not None:
+            return decided
+        history = self.history
+        if history is not None and self.fed < len(history):  # still replaying the log
+            if self._markers is None:
+                self._markers = frozenset(
+                    str(e.data.get("stepName"))
+                    for e in history
+                    if e.type == "step_created" and e.data and _is_marker(e.data.get("stepName"))
+                )
+            decided = name in self._markers
+        else:
+            decided = True
+        self._patches[change_id] = decided
+        if decided:
+            corr = patch_marker_correlation(self.run_id, change_id)
+            req = _Request("step", corr, name, serde.dumps([], "a patch marker"), 3)
+            req.future = self._loop.create_future()
+            self._register(req)
+        return decided
+
+    def _unwritten_markers(self) -> tuple[Command, ...]:
+        return tuple(
+            StartStep(r.correlation_id, r.name, r.input, not r.created, r.attempts, None, 3)
+            for r in self._order
+            if r.kind == "step" and not r.done and _is_marker(r.name)
+        )
+
     # -- driving ------------------------------------------------------------------------
 
     def _ensure_started(self) -> None:
@@ -449,6 +520,8 @@ class Engine:
             self._task = self._loop.create_task(self._workflow(*self._args), context=ctx)
 
     def feed_all(self, events: list[Event]) -> Outcome:
+        if self.history is None:
+            self.history = events  # patched(): where the log ends and which markers it holds
         for event in events:
             self.feed(event)
         return self.outcome()
@@ -504,6 +577,8 @@ class Engine:
         key = event.correlation_id or ""
         req = self._by_corr.get(key)
         if req is None:
+            if kind == "step" and _is_marker((event.data or {}).get("stepName")):
+                return None  # a patch marker the code no longer asks about (patching.py)
             self._diverge(event, f"the log has a {kind} the workflow code did not ask for:")
             return None
         if req.kind != kind:
@@ -700,6 +775,10 @@ class Engine:
             return self._diverged
         assert self._task is not None
         if self._task.done():
+            if self._patches:  # patch markers are written before the run ends (patching.py)
+                markers = self._unwritten_markers()
+                if markers:
+                    return Pending(markers)
             if self._task.cancelled():  # CancelledError let out: the run ends cancelled
                 return CancelledRun(self.cancel_reason)
             exc = self._task.exception()

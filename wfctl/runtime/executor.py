@@ -267,7 +267,7 @@ class Executor:
         self.workflow_name = row.name  # hook: the worker metrics' workflow label
         tracing.annotate("wfctl.workflow", row.name)  # hook: once per drive
         args = serde.loads(row.input) or []
-        engine = eng.Engine(run_id, wdef.fn, list(args))
+        engine = eng.Engine(run_id, wdef.entry, list(args))  # entry: typed arguments
         try:
             return self._loop(engine, row.status, wait, deadline)
         finally:

@@ -23,12 +23,12 @@ import inspect
 import re
 import sys
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from wfctl.runtime import engine, serde
+from wfctl.runtime import engine, serde, values
 from wfctl.runtime.retries import DEFAULT_POLICY, RetryPolicy
 
 DEFAULT_MAX_RETRIES = 3
@@ -142,6 +142,15 @@ class StepDef:
     timeout: float | None = None  # seconds; an attempt that runs longer fails (and retries)
     retry: RetryPolicy = DEFAULT_POLICY  # spacing of retries (retries.py; a durable timer)
     aliases: tuple[str, ...] = ()  # names an older log may hold for this step
+    _types: values.Signature | None = field(default=None, init=False, repr=False)
+
+    @property
+    def types(self) -> values.Signature:
+        """The decoders of the step's annotations (computed once; values.py)."""
+        sig = self._types
+        if sig is None:
+            sig = self._types = values.signature(self.fn)
+        return sig
 
     @property
     def backoff(self) -> float:
@@ -153,10 +162,19 @@ class StepDef:
             return self.fn(*args, **kwargs)
         positional = list(args) if not kwargs else bind_arguments(self.fn, args, kwargs, self.name)
         data = serde.dumps(positional, f"the input of step {self.name}")
-        return engine.current().call_step(self.name, data, self.max_retries, self.aliases)
+        future = engine.current().call_step(self.name, data, self.max_retries, self.aliases)
+        result = self.types.result  # rich types: the awaited value decoded to the annotation
+        return future if result is None else values.Typed(future, result)
 
     def invoke(self, args: list[Any]) -> Any:
-        """Run the body (executor side): returns a value or a coroutine."""
+        """Run the body (executor side): returns a value or a coroutine. Arguments are
+        decoded to the parameters' annotations first (rich types; nothing for plain ones)."""
+        sig = self.types
+        if sig.args is not None or sig.rest is not None:
+            try:
+                args = sig.decode_args(args)
+            except values.DecodeError as exc:
+                raise FatalError(f"step {self.name}: {exc}") from None
         return self.fn(*args)
 
     @property
@@ -173,9 +191,38 @@ class WorkflowDef:
     registry: Workflows
     aliases: tuple[str, ...] = ()  # names runs stored by earlier versions may carry
     schedule: Any = None  # a schedule.Schedule: runs started once per cron tick by workers
+    _types: values.Signature | None = field(default=None, init=False, repr=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
         return self.fn(*args, **kwargs)
+
+    @property
+    def types(self) -> values.Signature:
+        """The decoders of the workflow's annotations (computed once; values.py)."""
+        sig = self._types
+        if sig is None:
+            sig = self._types = values.signature(self.fn)
+        return sig
+
+    @property
+    def entry(self) -> Callable[..., Coroutine[Any, Any, Any]]:
+        """What the engine runs: the function itself, or (when an annotation asks for a rich
+        type) a wrapper decoding the stored arguments first, inside the workflow, so a value
+        that does not fit fails the run like any error of the workflow's code."""
+        sig = self.types
+        if sig.args is None and sig.rest is None:
+            return self.fn
+        fn = self.fn
+
+        async def typed(*args: Any) -> Any:
+            return await fn(*sig.decode_args(list(args)))
+
+        return typed
+
+    def decode_output(self, value: Any) -> Any:
+        """A stored result decoded to the workflow's return annotation."""
+        result = self.types.result
+        return value if result is None else result(value)
 
     @property
     def signature(self) -> str:
@@ -276,7 +323,7 @@ class Workflows:
 
     def step_by_name(self, name: str) -> StepDef | None:
         """The step a log names (its name, or an unambiguous older alias)."""
-        return self.steps.get(name) or self._step_aliases.get(name)
+        return self.steps.get(name) or self._step_aliases.get(name) or _builtin_step(name)
 
     def served_names(self) -> list[str]:
         """Every workflow name a worker of this registry can drive (names and aliases)."""
@@ -300,6 +347,15 @@ def _policy(
         else parse_duration(max_backoff).total_seconds(),
         DEFAULT_POLICY.jitter if jitter is None else float(jitter),
     )
+
+
+def _builtin_step(name: str) -> StepDef | None:
+    """wfctl's own steps: the marker `patched()` records (patching.py)."""
+    from wfctl.runtime import patching
+
+    if not patching.is_marker(name):
+        return None
+    return StepDef(patching.marker_body, name, 3)
 
 
 def _add_aliases(table: dict[str, Any], aliases: tuple[str, ...], target: Any) -> None:
