@@ -78,6 +78,22 @@ def deliver(store: Store, row: RunRow) -> str | None:
     return store.deliver_hook_once(str(token), end_payload(row))
 
 
+def waiting_for(store: Store, run_id: str) -> list[str]:
+    """The run ids of the children `run_id` waits for (no end delivered yet), oldest first."""
+    rows = store.conn.execute(
+        sql.load("runtime/run_children_waiting"), {"run_id": run_id}
+    ).fetchall()
+    found = []
+    for (output_cbor,) in rows:
+        try:
+            child_id = serde.loads(codec.decode(output_cbor))
+        except (ValueError, serde.PayloadUnreadable):
+            continue
+        if isinstance(child_id, str):
+            found.append(child_id)
+    return found
+
+
 def reconcile(store: Store) -> int:
     """Deliver the ends of children whose delivery was lost; how many were delivered."""
     rows = store.conn.execute(

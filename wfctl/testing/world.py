@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 
 from wfctl.runtime import executor as ex
-from wfctl.runtime import serde
+from wfctl.runtime import children, serde
 from wfctl.runtime.registry import WorkflowDef, Workflows, parse_duration
 from wfctl.runtime.replay import NondeterminismError, ReplayResult, replay_one
 from wfctl.runtime.store import TERMINAL, Store
@@ -203,9 +203,31 @@ class World:
             if done.status == "busy":
                 raise RuntimeError(f"run {run_id} is driven by another process")
             if done.next_due is None:
+                if self._finish_children(run_id):  # parked on children: run them here
+                    continue
                 raise RunBlocked(run_id, self._tokens(run_id))
             self.clock.advance_to(done.next_due)
         raise RuntimeError(f"run {run_id}: not finished after {_MAX_DRIVES} drives")
+
+    def _finish_children(self, run_id: str) -> bool:
+        """Drive the children `run_id` waits for to their ends (start_child: workers would
+        run them); whether any end was delivered, so the parent can go on."""
+        with self.connect() as conn:
+            store = Store(conn)
+            waiting = children.waiting_for(store, run_id)
+        moved = False
+        for child in waiting:
+            try:
+                self.finish(child)
+            except RunFailed:
+                pass  # the parent gets ChildWorkflowError
+            with self.connect() as conn:  # delivered by the child's driver; or by the sweep
+                store = Store(conn)
+                row = store.read_run(child)
+                if row is not None and row.status in TERMINAL:
+                    children.deliver(store, row)
+                    moved = True
+        return moved
 
     def run_to_end(self, workflow: WorkflowDef, *args: Any, **kwargs: Any) -> Any:
         """Start a run of `workflow` and drive it to its end (see `finish`)."""
