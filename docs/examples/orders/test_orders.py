@@ -125,6 +125,6 @@ def test_the_hourly_digest_runs_once_per_hour(world: World) -> None:
         b.look(store)  # a second worker on the same tick makes no second run
     assert [tick for _, tick, _ in a.started] == [datetime(2030, 5, 6, 10, 0, tzinfo=UTC)]
     assert b.started == []
-    (_, _, run_id), = a.started
+    ((_, _, run_id),) = a.started
     assert world.finish(run_id) == "digest 2030-05-06 10:00"
     assert flows.digests == ["digest 2030-05-06 10:00"]
