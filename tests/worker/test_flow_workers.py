@@ -192,3 +192,54 @@ async def _nothing() -> None:
 
 async def _two(a: int, b: int) -> None:
     return None
+
+
+def test_a_graceful_cancel_through_the_client_reaches_a_worker(
+    beta_world: Any, tmp_path: Path, run_cli: Any
+) -> None:
+    """Client.cancel(graceful=True) on a run a worker parked on its hook: the worker is woken,
+    the saga compensates, the run ends cancelled and `result()` raises RunCancelledError."""
+    import pytest
+
+    from tests.runtime import flow_features as ff
+    from wfctl.runtime import Client, RunCancelledError
+
+    prepare(beta_world)
+    proc = WorkerProc(
+        beta_world.dsn, tmp_path / "wc.log", ["tests.runtime.flow_features", "--poll", "1h"]
+    ).start()
+    try:
+        with Client(beta_world.dsn) as client, beta_world.connect() as conn:
+            handle = client.enqueue(ff.saga, "gc-1")
+            wait_until(
+                lambda: (
+                    conn.execute(
+                        "SELECT 1 FROM workflow.workflow_hooks WHERE token = 'confirm-gc-1'"
+                    ).fetchone()
+                    is not None
+                ),
+                30,
+                "the saga parked on its hook",
+            )
+            client.cancel(handle.id, "changed my mind", graceful=True)
+            with pytest.raises(RunCancelledError):
+                handle.result(timeout=30)
+            names = [
+                (r[0], r[1])
+                for r in conn.execute(
+                    "SELECT type, payload_cbor IS NOT NULL FROM workflow.workflow_events"
+                    " WHERE run_id = %s ORDER BY id",
+                    (handle.id,),
+                ).fetchall()
+            ]
+            types = [t for t, _ in names]
+            assert types.index("attr_set") < types.index("run_cancelled")
+            released = conn.execute(
+                "SELECT status::text FROM workflow.workflow_steps WHERE run_id = %s"
+                " AND step_name LIKE '%%release'",
+                (handle.id,),
+            ).fetchone()
+            assert released == ("completed",)
+    finally:
+        proc.term()
+    doctor_clean(run_cli, beta_world.dsn)
