@@ -23,8 +23,8 @@ from typing import Any
 
 import psycopg
 
-from wfctl.runtime import executor as ex
 from wfctl.runtime import children, serde
+from wfctl.runtime import executor as ex
 from wfctl.runtime.registry import WorkflowDef, Workflows, parse_duration
 from wfctl.runtime.replay import NondeterminismError, ReplayResult, replay_one
 from wfctl.runtime.store import TERMINAL, Store
@@ -217,10 +217,8 @@ class World:
             waiting = children.waiting_for(store, run_id)
         moved = False
         for child in waiting:
-            try:
+            with contextlib.suppress(RunFailed):  # the parent gets ChildWorkflowError
                 self.finish(child)
-            except RunFailed:
-                pass  # the parent gets ChildWorkflowError
             with self.connect() as conn:  # delivered by the child's driver; or by the sweep
                 store = Store(conn)
                 row = store.read_run(child)
