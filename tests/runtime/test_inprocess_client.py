@@ -104,3 +104,16 @@ def test_a_held_lease_is_not_taken(connected: Any) -> None:
 def test_step_context_outside_a_step() -> None:
     with pytest.raises(RuntimeError, match="only available inside a step"):
         step_context()
+
+
+def test_client_refuses_to_enqueue_into_a_node_world(real_world: Any) -> None:
+    """As `wfctl run`: a world with the Node world's queue would see its Python runs failed by
+    a Node process's startup recovery; the client refuses unless told otherwise."""
+    from wfctl.world.bootstrap import bootstrap
+
+    with real_world.connect() as conn:
+        bootstrap(conn, "beta29")  # adopted: wfctl's schema and queue added
+    with Client(real_world.dsn) as client, pytest.raises(WorkflowError, match="Node world"):
+        client.enqueue(flows.sequential, 1)
+    with Client(real_world.dsn, allow_node_peer=True) as client:
+        assert client.enqueue(flows.sequential, 1).status == "pending"
