@@ -133,7 +133,11 @@ class _Handle:
         self.completed_at = state.completed_at
         if state.status == "completed" and state.output != self._raw_output:
             self._raw_output = state.output
-            self.output = serde.loads(state.output)
+            try:
+                self.output = serde.loads(state.output)
+            except serde.PayloadUnreadable as exc:  # e.g. an encrypted Node payload
+                self.output = None
+                self.error = f"output unreadable: {exc}"
 
     def _outcome(self) -> Any:
         """The output, or the typed error for a run that did not complete."""
