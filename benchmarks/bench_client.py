@@ -1,6 +1,6 @@
 """The Python client's latencies: enqueue to first step, and result() notification.
 
-    python benchmarks/bench_client.py [--dsn ADMIN_DSN] [--samples 50] [--warmup 5]
+    python benchmarks/bench_client.py [--dsn ADMIN_DSN] [--samples 50] [--warmup 5] [--rounds 3]
 
 On one local server (a throwaway pgserver unless --dsn), one idle `wfctl worker` of this
 file's workflows (`--concurrency 4 --poll 1h`: only NOTIFY wakes it), sequential samples:
@@ -16,8 +16,9 @@ file's workflows (`--concurrency 4 --poll 1h`: only NOTIFY wakes it), sequential
   covers the run's terminal transaction, the NOTIFY, and the client's re-read of the row;
 - enqueue() call: how long `Client.enqueue()` itself takes (the run id is known at return).
 
-Prints a JSON report: median / p90 / max in ms, and each median as a ratio to the floor's
-median measured in the same run, with the load average before and after.
+Prints a JSON report: per round (floor, then the three measurements, `--samples` each),
+median / p90 / max in ms and each median as a ratio to that round's floor median, with the
+load average before and after; and the same over all rounds pooled.
 """
 
 from __future__ import annotations
@@ -125,11 +126,51 @@ def floor(dsn: str, samples: int) -> list[float]:
     return out
 
 
+def measure(client: Client, dsn: str, samples: int) -> dict[str, list[float]]:
+    """One round: the floor, then enqueue -> first step, the enqueue call, and the result
+    notification, `samples` sequential runs each (ms)."""
+    floor_ms = floor(dsn, samples)
+    to_first: list[float] = []
+    call: list[float] = []
+    notified: list[float] = []
+    for _ in range(samples):
+        began = time.time()
+        handle = client.enqueue(first)
+        call.append((time.time() - began) * 1000)
+        started = handle.result(timeout=30)
+        to_first.append((started - began) * 1000)
+        time.sleep(0.01)
+    for _ in range(samples):
+        handle = client.enqueue(last, 0.05)
+        stamped = handle.result(timeout=30)
+        notified.append((time.time() - stamped) * 1000)
+        time.sleep(0.01)
+    return {
+        "floor_insert_notify": floor_ms,
+        "enqueue_to_first_step": to_first,
+        "enqueue_call": call,
+        "result_notification": notified,
+    }
+
+
+def summary(measured: dict[str, list[float]], load: tuple[float, float, float]) -> dict[str, Any]:
+    base = statistics.median(measured["floor_insert_notify"])
+    out: dict[str, Any] = {key: dist(values) for key, values in measured.items()}
+    out["ratios_to_floor"] = {
+        key: round(statistics.median(values) / base, 2)
+        for key, values in measured.items()
+        if key != "floor_insert_notify"
+    }
+    out["load_1m_after"] = round(load[0], 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn", help="admin DSN of an existing server (default: pgserver)")
     parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="wfctl-bench-client-"))
     server = None
@@ -165,33 +206,15 @@ def main() -> None:
         for _ in range(args.warmup):
             client.enqueue(first).result(timeout=30)
             client.enqueue(last, 0.0).result(timeout=30)
-        floor_ms = floor(dsn, args.samples)
-        to_first: list[float] = []
-        call: list[float] = []
-        notified: list[float] = []
-        for _ in range(args.samples):
-            began = time.time()
-            handle = client.enqueue(first)
-            call.append((time.time() - began) * 1000)
-            started = handle.result(timeout=30)
-            to_first.append((started - began) * 1000)
-            time.sleep(0.01)
-        for _ in range(args.samples):
-            handle = client.enqueue(last, 0.05)
-            stamped = handle.result(timeout=30)
-            notified.append((time.time() - stamped) * 1000)
-            time.sleep(0.01)
+        pooled: dict[str, list[float]] = {}
+        report["rounds"] = []
+        for _ in range(args.rounds):
+            measured = measure(client, dsn, args.samples)
+            for key, values in measured.items():
+                pooled.setdefault(key, []).extend(values)
+            report["rounds"].append(summary(measured, os.getloadavg()))
         client.close()
-        base = statistics.median(floor_ms)
-        report["floor_insert_notify"] = dist(floor_ms)
-        report["enqueue_to_first_step"] = dist(to_first)
-        report["enqueue_call"] = dist(call)
-        report["result_notification"] = dist(notified)
-        report["ratios_to_floor"] = {
-            "enqueue_to_first_step": round(statistics.median(to_first) / base, 2),
-            "enqueue_call": round(statistics.median(call) / base, 2),
-            "result_notification": round(statistics.median(notified) / base, 2),
-        }
+        report["pooled"] = summary(pooled, os.getloadavg())
         report["load_after"] = os.getloadavg()
     except BaseException:
         print(f"failed; worker log kept in {tmp}", file=sys.stderr)

@@ -171,3 +171,46 @@ def test_run_without_wait_hands_a_parked_run_back_unreported(
         status, out, err = run_cli("--dsn", world.dsn, "hooks", "resume", "tok-park", '{"ok": 1}')
         assert status == 0, out + err
         wait_until(lambda: statuses(conn, [run_id]) == {run_id: "completed"}, 60, "completion")
+
+
+def test_repair_clears_an_expired_lease_and_refuses_an_unserved_run(
+    world: Any, run_cli: Any
+) -> None:
+    """'lease expired' with no worker to recover it: the repair clears the lease (ready now,
+    as a worker's recovery would); the run is then 'unserved', which needs a worker, not a
+    write: refused, nothing written."""
+    from wfctl.runtime import lease
+
+    prepare(world)
+    with world.connect() as conn:
+        run_id = ex.create(cf.doubled, [1], conn=conn).run_id
+        held = lease.hold(conn, run_id, cf.doubled.name, lease=0.3)
+        assert held.held
+        wait_until(
+            lambda: bool(
+                conn.execute(
+                    "SELECT lease_until < now() FROM wfctl.run_queue WHERE run_id = %s",
+                    (run_id,),
+                ).fetchone()[0]
+            ),
+            10,
+            "the lease to expire",
+        )
+        _, samples = wf136(run_cli, world.dsn)
+        assert [s["entity_id"] for s in samples] == ["lease expired"]
+        apply = ("repair", "--only", "WF136", "--apply", "--yes", "--reason", "t",
+                 "--min-age", "0s", "--force-min-age")  # fmt: skip
+        _, out, err = run_cli("--dsn", world.dsn, "--format", "json", *apply)
+        assert [i["outcome"] for i in json.loads(out)["items"]] == ["applied"], out + err
+        row = conn.execute(
+            "SELECT lease_owner, ready_at <= now(), recoveries FROM wfctl.run_queue"
+            " WHERE run_id = %s",
+            (run_id,),
+        ).fetchone()
+        assert row == (None, True, 1)
+        _, samples = wf136(run_cli, world.dsn)
+        assert [s["entity_id"] for s in samples] == ["unserved"]
+        _, out, err = run_cli("--dsn", world.dsn, "--format", "json", *apply)
+        items = json.loads(out)["items"]
+        assert [i["outcome"] for i in items] == ["refused"], out + err
+        assert "start a `wfctl worker`" in items[0]["reason"]

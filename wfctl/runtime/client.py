@@ -22,6 +22,7 @@ does not notify (the Node package, a repair) is seen at the next re-read, every
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +50,7 @@ from wfctl.world import codec, ids
 if TYPE_CHECKING:
     from wfctl.connection.db import Target
 
+ALLOW_NODE_ENV = "WFCTL_ALLOW_NODE_PEER"
 CHANNEL = "wfctl_run_end"  # sql/runtime/finish_run.sql notifies it with the run id
 DEFAULT_QUEUE = "default"
 # Re-read a waited-for run this often without a notification (a writer that does not
@@ -131,7 +133,11 @@ class _Handle:
         self.completed_at = state.completed_at
         if state.status == "completed" and state.output != self._raw_output:
             self._raw_output = state.output
-            self.output = serde.loads(state.output)
+            try:
+                self.output = serde.loads(state.output)
+            except serde.PayloadUnreadable as exc:  # e.g. an encrypted Node payload
+                self.output = None
+                self.error = f"output unreadable: {exc}"
 
     def _outcome(self) -> Any:
         """The output, or the typed error for a run that did not complete."""
@@ -322,12 +328,21 @@ class Client:
     are serialised). `dsn`: like `wfctl --dsn`, else WFCTL_DATABASE_URL, WORKFLOW_POSTGRES_URL,
     DATABASE_URL, libpq's PG* variables, then the embedded server."""
 
-    def __init__(self, dsn: str | None = None, *, connect: Connect | None = None) -> None:
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        connect: Connect | None = None,
+        allow_node_peer: bool = False,
+    ) -> None:
         self._target: Target | None = None if connect is not None else _resolve(dsn)
         self._connect_fn = connect
         self._conn: psycopg.Connection[Any] | None = None
         self._store: Store | None = None
         self._lock = threading.RLock()
+        # As `wfctl run`/`worker`: refuse to create runs where a Node deployment's startup
+        # recovery would fail them (docs/runtime.md, "Sharing a world with a Node deployment").
+        self._peer_checked = allow_node_peer or os.environ.get(ALLOW_NODE_ENV) == "1"
 
     def connect(self) -> psycopg.Connection[Any]:
         """A new autocommit session to the client's database."""
@@ -389,6 +404,16 @@ class Client:
                 raise WorkflowError(
                     "this database has no worker queue (schema wfctl): `wfctl bootstrap` adds it"
                 )
+            if not self._peer_checked:
+                row = store.conn.execute(sql.load("runtime/node_peers")).fetchone()
+                if row is not None and row[0]:
+                    raise WorkflowError(
+                        "this world has the Node world's queue (graphile_worker): a Node "
+                        "deployment's startup recovery would fail every active Python run in "
+                        f"it; use a separate database, or Client(allow_node_peer=True) "
+                        f"({ALLOW_NODE_ENV}=1) if no Node world process will ever start on it"
+                    )
+                self._peer_checked = True
             created = store.create_run(
                 ids.prefixed("wrun"), name, data, idempotency_key=idempotency_key, queue=queue
             )
@@ -480,8 +505,14 @@ class AsyncClient:
     the synchronous client in a thread; `result()` waits on an async connection of its own
     (no thread held while waiting)."""
 
-    def __init__(self, dsn: str | None = None, *, connect: Connect | None = None) -> None:
-        self._sync = Client(dsn, connect=connect)
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        connect: Connect | None = None,
+        allow_node_peer: bool = False,
+    ) -> None:
+        self._sync = Client(dsn, connect=connect, allow_node_peer=allow_node_peer)
         self._dsn = dsn
 
     async def close(self) -> None:

@@ -221,6 +221,10 @@ class Store:
         }
         if attributes:
             event_data["attributes"] = attributes
+        if not idempotency_key:
+            return self._create_pipelined(
+                run_id, name, input_bytes, deployment_id, queue, event_data
+            )
         with self._transaction() as conn:
             if idempotency_key:
                 conn.execute(sql.load("runtime/idempotency_lock"), {"key": idempotency_key})
@@ -253,6 +257,55 @@ class Store:
                 self._schemes[run_id] = "legacy"
             if queue is not None:
                 self.enqueue(run_id, name, queue)
+        return Created(run_id, "pending")
+
+    def _create_pipelined(
+        self,
+        run_id: str,
+        name: str,
+        input_bytes: bytes,
+        deployment_id: str,
+        queue: str | None,
+        event_data: dict[str, Any],
+    ) -> Created:
+        """`create_run` without an idempotency key (nothing to read first): the same
+        statements in ONE round trip, the pipeline's implicit transaction (the first error
+        rolls it back whole). The client's `enqueue` latency is mostly round trips."""
+        if queue is not None and not self.queued:
+            raise LookupError("this database has no worker queue (wfctl bootstrap adds it)")
+        scheme = "slot" if self.slots else "legacy"
+        batch: list[tuple[str | bytes, dict[str, Any] | None]] = [
+            (
+                "runtime/insert_run",
+                {
+                    "run_id": run_id,
+                    "deployment_id": deployment_id,
+                    "name": name,
+                    "input_cbor": codec.encode(input_bytes),
+                    "execution_context_cbor": codec.encode(event_data["executionContext"]),
+                    "spec_version": str(SPEC_VERSION),
+                    "attributes": "{}",
+                },
+            )
+        ]
+        if self.slots:
+            batch.append(("runtime/insert_marker", {"run_id": run_id}))
+        first = NewEvent("run_created", None, event_data, SPEC_VERSION)
+        statement = self.writer.batch_statement(
+            run_id, [first], scheme=scheme, first_slot=self.slots
+        )
+        batch.append((statement.sql_name, statement.params))
+        if queue is not None:
+            batch.append(("worker/enqueue", {"run_id": run_id, "queue": queue, "name": name}))
+        try:
+            self.wire.run(batch)
+        except psycopg.Error:
+            if not self.conn.closed and (
+                self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+            ):
+                self.conn.execute("ROLLBACK")
+            raise  # as the statement-by-statement path raises it (e.g. a taken run id)
+        self._schemes[run_id] = scheme
         return Created(run_id, "pending")
 
     # -- reads ----------------------------------------------------------------------------
