@@ -143,6 +143,14 @@ def test_a_run_decodes_arguments_and_results_to_their_annotations(world, conn, s
     assert richflows.SEEN[0] == order
 
 
+def test_typed_step_results_compose_with_gather(world, conn, store) -> None:
+    order = richflows.sample()
+    done = drive(store, create(richflows.fan, [order], conn=conn).run_id)
+    assert done.status == "completed", done.error
+    receipts = richflows.fan.decode_output(done.output)
+    assert receipts[0] == receipts[1] and isinstance(receipts[0].total, Decimal)
+
+
 def test_a_value_that_does_not_fit_its_annotation_fails_the_run(world, conn, store) -> None:
     run_id = create(richflows.untyped, [1], conn=conn).run_id
     assert drive(store, run_id).output == 1
