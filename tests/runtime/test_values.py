@@ -78,6 +78,10 @@ def test_decoders_follow_annotations_and_cost_nothing_for_plain_ones() -> None:
     assert values.decoder(richflows.Tier | None)(None) is None
     with pytest.raises(values.DecodeError, match="as date"):
         values.decoder(date)("not a date")
+    either = values.decoder(uuid.UUID | date)
+    assert either is not None and either("2026-01-02") == date(2026, 1, 2)
+    with pytest.raises(values.DecodeError, match="as any of"):
+        either("garbage")
 
 
 def test_naive_datetimes_are_refused_with_the_reason() -> None:
