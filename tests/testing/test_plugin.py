@@ -206,3 +206,20 @@ def _pytest_in(folder: Path, pg_server: Server, test: str) -> subprocess.Complet
 def test_the_entry_point_is_declared() -> None:
     text = (ROOT / "pyproject.toml").read_text()
     assert '[project.entry-points.pytest11]\nwfctl = "wfctl.testing.plugin"' in text
+
+
+def test_a_slot_era_world_with_the_fake_clock(wfctl_testing_server: Any) -> None:
+    """`wfctl_era = slot`: the template is a slot-era world; its defaults follow the clock."""
+    from wfctl.testing.world import activate, drop_db, make_template, make_world_db
+
+    template = make_template(wfctl_testing_server, "slot")
+    name = make_world_db(wfctl_testing_server, template)
+    try:
+        w = World(wfctl_testing_server.dsn(name))
+        with activate(w):
+            out = w.run_to_end(flows.monthly, flows.Invoice("slot", 1))
+            assert out == {"receipt": "ch_slot_1", "days": 30}
+            assert w.replay_finished() == []
+    finally:
+        drop_db(wfctl_testing_server, name)
+        drop_db(wfctl_testing_server, template)
