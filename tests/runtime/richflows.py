@@ -3,6 +3,7 @@ annotations on purpose (`from __future__ import annotations`): they are resolved
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import uuid
 from dataclasses import dataclass, field
@@ -69,6 +70,13 @@ async def checkout(order: Order) -> Receipt:
     assert isinstance(receipt.total, Decimal) and isinstance(receipt.skus, set)
     assert await echo_bytes(order.blob) == order.blob[::-1]
     return receipt
+
+
+@wf.workflow
+async def fan(order: Order) -> list[Receipt]:
+    # typed step results composed with gather (the awaitables are not futures)
+    first, second = await asyncio.gather(price(order), price(order))
+    return [first, second]
 
 
 @wf.workflow

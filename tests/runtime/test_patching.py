@@ -229,3 +229,40 @@ def test_the_real_package_reads_a_run_with_markers(store, conn) -> None:
     assert result["ok"], result
     names = {s["stepName"] for s in result["steps"]}
     assert "step//py:wfctl.patched//validate-first" in names
+
+
+def test_a_run_with_markers_forks_from_a_step(store, conn, run_cli, world) -> None:
+    from wfctl.world.bootstrap import ensure_worker_schema
+
+    ensure_worker_schema(conn)
+    wf = Workflows()
+    s = _steps(wf)
+
+    @wf.workflow(name="workflow//py:tests.patching//forkable")
+    async def forkable(order: str) -> list[str]:
+        done = []
+        if patched("validate-first"):
+            done.append(await s["validate"](order))
+        done.append(await s["reserve"](order))
+        done.append(await s["ship"](order))
+        return done
+
+    source = create(forkable, ["o-f"], conn=conn).run_id
+    assert drive(wf, store, source).status == "completed"
+    CALLS.clear()
+    # steps in creation order: 1 the marker, 2 validate, 3 reserve, 4 ship
+    status, out, err = run_cli(
+        "--dsn", world.dsn, "--format", "json", "runs", "fork", source, "--from-step", "4",
+        "--reason", "redo the shipment",
+    )  # fmt: skip
+    assert status == 0, err
+    fork = json.loads(out)["run_id"]
+    done = drive(wf, store, fork)
+    assert done.status == "completed", done.error
+    assert done.output == ["validate:o-f", "reserve:o-f", "ship:o-f"]
+    assert CALLS == ["ship o-f"]  # the marker, validate and reserve replayed from the copy
+    markers = conn.execute(
+        "SELECT count(*) FROM workflow.workflow_steps WHERE run_id = %s AND step_name LIKE %s",
+        (fork, "step//py:wfctl.patched//%"),
+    ).fetchone()
+    assert markers == (1,)  # the copied marker, not a second one

@@ -78,6 +78,10 @@ def test_decoders_follow_annotations_and_cost_nothing_for_plain_ones() -> None:
     assert values.decoder(richflows.Tier | None)(None) is None
     with pytest.raises(values.DecodeError, match="as date"):
         values.decoder(date)("not a date")
+    either = values.decoder(uuid.UUID | date)
+    assert either is not None and either("2026-01-02") == date(2026, 1, 2)
+    with pytest.raises(values.DecodeError, match="as any of"):
+        either("garbage")
 
 
 def test_naive_datetimes_are_refused_with_the_reason() -> None:
@@ -141,6 +145,14 @@ def test_a_run_decodes_arguments_and_results_to_their_annotations(world, conn, s
     run2 = create(richflows.checkout, [order], conn=conn).run_id
     drive(store, run2)
     assert richflows.SEEN[0] == order
+
+
+def test_typed_step_results_compose_with_gather(world, conn, store) -> None:
+    order = richflows.sample()
+    done = drive(store, create(richflows.fan, [order], conn=conn).run_id)
+    assert done.status == "completed", done.error
+    receipts = richflows.fan.decode_output(done.output)
+    assert receipts[0] == receipts[1] and isinstance(receipts[0].total, Decimal)
 
 
 def test_a_value_that_does_not_fit_its_annotation_fails_the_run(world, conn, store) -> None:

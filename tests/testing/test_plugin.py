@@ -56,6 +56,20 @@ def test_start_and_result_use_the_test_world(world: World) -> None:
     assert asyncio.run(handle.result(timeout=10)) == "o-2: no"
 
 
+def test_replay_helpers(world: World) -> None:
+    from wfctl.testing import replay, replay_at
+
+    run_id = world.start(flows.approval, "o-3")
+    assert replay(run_id).verdict == "replayed"  # never driven: in flight
+
+    class Handle:
+        id = run_id
+
+    assert replay(Handle(), flows.approval).ok
+    (result,) = replay_at(world.dsn, [run_id], flows.wf)
+    assert result.ok and result.status == "pending"
+
+
 def test_a_finished_run_that_no_longer_replays_fails_at_teardown(
     wfctl_testing_server: Any, wfctl_testing_template: str
 ) -> None:
@@ -133,6 +147,30 @@ def test_the_plugin_in_a_users_project(tmp_path: Path, pg_server: Server) -> Non
     done = _pytest_in(tmp_path, pg_server, "test_shop.py")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "1 passed" in done.stdout
+    # a workflow that reads the wall clock (not wfctl.runtime.now()) is caught by the test
+    # that ran it: the run does not replay at teardown
+    (tmp_path / "test_clocky.py").write_text(
+        textwrap.dedent(
+            """
+            import time
+            from wfctl.runtime import Workflows
+            from wfctl.testing import run_to_end
+
+            wf = Workflows()
+
+            @wf.workflow
+            async def stamp() -> float:
+                return time.time()
+
+            def test_stamp(world):
+                assert run_to_end(stamp) > 0
+            """
+        )
+    )
+    done = _pytest_in(tmp_path, pg_server, "test_clocky.py")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "1 passed, 1 error" in done.stdout
+    assert "NondeterminismError" in done.stdout and "where the log completed with" in done.stdout
 
 
 def test_the_testing_guide_runs_as_written(tmp_path: Path, pg_server: Server) -> None:
@@ -168,3 +206,20 @@ def _pytest_in(folder: Path, pg_server: Server, test: str) -> subprocess.Complet
 def test_the_entry_point_is_declared() -> None:
     text = (ROOT / "pyproject.toml").read_text()
     assert '[project.entry-points.pytest11]\nwfctl = "wfctl.testing.plugin"' in text
+
+
+def test_a_slot_era_world_with_the_fake_clock(wfctl_testing_server: Any) -> None:
+    """`wfctl_era = slot`: the template is a slot-era world; its defaults follow the clock."""
+    from wfctl.testing.world import activate, drop_db, make_template, make_world_db
+
+    template = make_template(wfctl_testing_server, "slot")
+    name = make_world_db(wfctl_testing_server, template)
+    try:
+        w = World(wfctl_testing_server.dsn(name))
+        with activate(w):
+            out = w.run_to_end(flows.monthly, flows.Invoice("slot", 1))
+            assert out == {"receipt": "ch_slot_1", "days": 30}
+            assert w.replay_finished() == []
+    finally:
+        drop_db(wfctl_testing_server, name)
+        drop_db(wfctl_testing_server, template)

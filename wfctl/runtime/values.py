@@ -259,6 +259,8 @@ def _union(args: tuple[Any, ...]) -> Decoder | None:
                 return dec(value)
             except Exception as exc:  # try the next member
                 errors.append(f"{getattr(member, '__qualname__', member)}: {exc}")
+        if errors and len(errors) == sum(d is not None for _, d in pairs):
+            raise DecodeError(f"cannot decode {_show(value)} as any of: {'; '.join(errors)}")
         return value
 
     return decode
