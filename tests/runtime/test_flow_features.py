@@ -299,3 +299,13 @@ def test_start_inside_a_workflow_points_to_start_child(store: Store) -> None:
     done = drive(store, run_id)
     assert done.status == "failed"
     assert "start_child" in (done.error or "") and "run_in_executor" not in (done.error or "")
+
+
+def test_wfctl_run_says_which_child_a_parent_waits_for(world: Any, run_cli: Any) -> None:
+    status, _out, err = run_cli(
+        "--dsn", world.dsn, "run", "tests.runtime.flow_features:parent_catches", "[4]"
+    )
+    assert status == 0, err
+    assert "waits for its child run wrun_" in err and "wfctl worker" in err
+    assert "wfctl:child:" not in err  # not offered as a hook to resume by hand
+

@@ -407,6 +407,9 @@ def _run(
     exit_for(done, wait)
 
 
+CHILD_TOKEN = "wfctl:child:"  # the hooks a parent awaits its children on (children.py)
+
+
 class BlockedReporter:
     """Says on stderr, once per change, what a blocked run waits on and how it continues
     (`again`: the command that picks the run up, when this process keeps waiting)."""
@@ -425,7 +428,16 @@ class BlockedReporter:
             f"wfctl: run {run_id} waits for hook token {token!r}: deliver a payload with"
             f" `wfctl hooks resume {token} JSON`"
             for _, token, _ in hooks
+            if not str(token).startswith(CHILD_TOKEN)
         ]
+        if any(str(token).startswith(CHILD_TOKEN) for _, token, _ in hooks):
+            from wfctl.runtime import children  # only for a parent of child workflows
+
+            lines += [
+                f"wfctl: run {run_id} waits for its child run {child}: `wfctl worker`"
+                " processes of the child's queue drive it (docs/runtime.md, Child workflows)"
+                for child in children.waiting_for(self.store, run_id)
+            ]
         lines += [
             f"wfctl: run {run_id} sleeps until {timestamp(resume_at)}"
             for _, status, resume_at, _ in waits
