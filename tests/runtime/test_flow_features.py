@@ -308,4 +308,3 @@ def test_wfctl_run_says_which_child_a_parent_waits_for(world: Any, run_cli: Any)
     assert status == 0, err
     assert "waits for its child run wrun_" in err and "wfctl worker" in err
     assert "wfctl:child:" not in err  # not offered as a hook to resume by hand
-
