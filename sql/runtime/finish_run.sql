@@ -4,6 +4,9 @@
 -- Release-neutral: `status` is sent untyped, so the server casts it to the column's own enum
 -- (workflow.status, or public.status on 4.1.x); error_code (beta.29 on) is set apart by
 -- set_run_error_code, only when there is one (4.x worlds have no such column).
+-- It also notifies channel wfctl_run_end (payload: the run id): NOTIFY is transactional, so
+-- a waiting client (RunHandle.result(), Client) hears of the end only once it is committed,
+-- and a rolled-back attempt notifies nobody. Terminal transactions only, never per step.
 -- params: run_id, status, output_cbor, error_cbor
 WITH u AS (
     UPDATE workflow.workflow_runs
@@ -13,5 +16,6 @@ WITH u AS (
     WHERE id = %(run_id)s AND status IN ('pending', 'running')
     RETURNING id)
 SELECT CASE WHEN count(*) = 1 THEN 1
-            ELSE ('wfctl guard: run ' || %(run_id)s::text || ' is already terminal (' || count(*) || ')')::int END
+            ELSE ('wfctl guard: run ' || %(run_id)s::text || ' is already terminal (' || count(*) || ')')::int END,
+       pg_notify('wfctl_run_end', %(run_id)s::text)
 FROM u;

@@ -2,6 +2,7 @@
 -- Only pg_catalog is read (no to_regclass: it needs USAGE on the schema), so this works for
 -- any role, before privileges are checked: a role without access to graphile_worker still
 -- learns that the queue exists, and the queue checks report UNKNOWN instead of failing all.
+-- has_run_queue: wfctl's worker queue (revision w0004), which WF136 reads.
 -- in_recovery: a hot standby (or a server still replaying WAL) takes no write at all.
 -- world_tables: the tables of schema workflow that exist (a world missing one is incomplete).
 -- queue_hidden: graphile_worker's tables whose rows row-level security hides from this role.
@@ -24,6 +25,10 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'workflow')
        EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'graphile_worker')
            AS has_graphile,
        EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'wfctl') AS has_wfctl,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+               JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = 'wfctl' AND c.relname = 'run_queue' AND c.relkind = 'r')
+           AS has_run_queue,
        EXISTS (SELECT 1 FROM rel WHERE name = 'workflow.workflow_events') AS has_events,
        EXISTS (SELECT 1 FROM rel WHERE name = 'workflow.workflow_event_slots') AS has_event_slots,
        EXISTS (SELECT 1 FROM rel WHERE name = 'workflow_drizzle.workflow_migrations')

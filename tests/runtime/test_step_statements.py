@@ -40,12 +40,15 @@ def test_a_sequential_step_sends_four_statements_one_guard_per_transaction(
 ) -> None:
     steps = 40
     run_id = create(flows.sequential, [steps], conn=conn).run_id
+    # The run's creation is one pipelined batch of prepared statements on this session too:
+    # counted out, this test is about the steps.
+    created = _executions(conn)
     ex = Executor(flows.wf, store)
     try:
         assert ex.drive(run_id).status == "completed"
     finally:
         ex.close()
-    ran = _executions(conn)
+    ran = {name: n - created.get(name, 0) for name, n in _executions(conn).items()}
     events = (
         "writer/insert_events_with_ids" if store.slots else "writer/insert_events_with_ids_windowed"
     )

@@ -160,8 +160,13 @@ def resume(conn: psycopg.Connection[Any], token: str, payload: bytes) -> bool:
 
 
 def doctor_clean(run_cli: Any, dsn: str) -> None:
+    """No corruption. WF136 (a run nothing drives: liveness, not corruption) is left out:
+    these tests stop runs in the middle on purpose (tests/worker/test_stranded.py checks it)."""
+    from wfctl.doctor.registry import CHECKS
+
+    codes = ",".join(c.code for c in CHECKS if c.code != "WF136")
     status, out, err = run_cli(
-        "--dsn", dsn, "--format", "json", "doctor", "--all", "--min-age", "0s"
+        "--dsn", dsn, "--format", "json", "doctor", "--all", "--min-age", "0s", "--only", codes
     )
     assert status == 0, out + err
 

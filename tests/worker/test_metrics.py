@@ -50,6 +50,9 @@ def test_worker_metrics_endpoint(beta_world: Any, workers: Any) -> None:
     families = _scrape(port)
     assert _value(families, "wfctl_worker_steps_total", outcome="ok") == 6
     assert _value(families, "wfctl_worker_step_duration_seconds_count") == 6
+    labels = {"workflow": flows.chain.name, "step": flows.work.name}
+    assert _value(families, "wfctl_worker_steps_total", outcome="ok", **labels) == 6
+    assert _value(families, "wfctl_worker_step_duration_seconds_count", **labels) == 6
     assert _value(families, "wfctl_worker_replays_total") >= 2
     assert _value(families, "wfctl_worker_lease_expiries_total") == 0
     assert _value(families, "wfctl_worker_scrape_ok") == 1

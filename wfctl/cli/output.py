@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 import os
 import re
 import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,8 @@ class Output:
     format: Format = Format.TEXT
     no_color: bool = False
     verbose: int = 0
+    # Set by `--log-format json` (wfctl.cli.logs): messages go to this logger instead.
+    logger: logging.Logger | None = field(default=None, init=False)
 
     # rich is imported at the first table or message, not when the options are parsed
     @cached_property
@@ -113,10 +116,16 @@ class Output:
 
     def message(self, text: str) -> None:
         """A note for the human (stderr), never mixed into data: plain text, no markup."""
+        if self.logger is not None:
+            self.logger.info(text)
+            return
         sys.stderr.write(clean(text) + "\n")
         sys.stderr.flush()
 
     def debug(self, text: str) -> None:
+        if self.logger is not None:
+            self.logger.debug(text)
+            return
         if self.verbose:
             self.err.print(f"[dim]{clean(text)}[/dim]")
 

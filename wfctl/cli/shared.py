@@ -3,7 +3,7 @@
 Operators type `wfctl doctor --format json` and `wfctl runs list -o json` (kubectl, temporal)
 as often as the git/psql form `wfctl --format json doctor`. Rather than each command declaring
 `--format`/`--dsn` again (and a new command forgetting), `build()` turns the typer app into its
-click command tree and adds the same options (those two and the session limits
+click command tree and adds the same options (those two, `-v/--verbose` and the session limits
 `--statement-timeout`, `--lock-timeout`, `--connect-timeout`) to every command and command
 group, with the global meaning: they override the global options of the same invocation. A
 new command gets them by being registered on `wfctl.cli.app.app` (or a sub-typer of it).
@@ -69,6 +69,13 @@ def _late_dsn(ctx: typer.Context, value: str | None) -> None:
         st.target = Target(resolve_dsn(value), st.target.timeouts)
 
 
+def _late_verbose(ctx: typer.Context, value: int | None) -> None:
+    """`COMMAND -v` (`wfctl worker mod -v`): the same as `wfctl -v COMMAND`; both count."""
+    st = _root_state(ctx)
+    if st is not None and value:
+        st.output.verbose += value
+
+
 def _late_limit(field: str) -> Any:
     """`COMMAND --lock-timeout MS` (and the other limits): as before the command, and wins."""
     floor = 1 if field == "connect_s" else 0
@@ -128,6 +135,19 @@ def _shared_options(
     connect_timeout: Annotated[
         int | None, _limit("--connect-timeout", "S", "Connection attempt limit in s", "connect_s")
     ] = None,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="More detail; tracebacks on errors (repeat: -vv).",
+            callback=_late_verbose,
+            expose_value=False,
+            show_default=False,
+            rich_help_panel=PANEL,
+        ),
+    ] = 0,
 ) -> None:
     """Carries the shared options: typer builds them once, `build()` attaches them."""
 

@@ -85,6 +85,7 @@ class Status(enum.StrEnum):
 class Needs(enum.StrEnum):
     SLOTS = "slots"  # a slot-era world (workflow_event_slots)
     QUEUE = "queue"  # graphile_worker installed
+    RUN_QUEUE = "run_queue"  # wfctl's worker queue (wfctl.run_queue) installed
 
 
 @dataclass(frozen=True)

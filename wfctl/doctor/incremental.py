@@ -9,8 +9,9 @@ checks, with the `--all` semantics:
   live or holding an open step at the last pass, which the world's guards make sufficient;
   index-driven in both eras) plus every run flagged last time (a finding can clear without
   a write, e.g. by a deletion, or leave the in-flight window by mere age);
-- the queue checks and the catalog check in full (they read small tables, and their state
-  changes with time and with job rows, not with run rows).
+- the queue checks (graphile's and wfctl's own: WF136) and the catalog check in full (they
+  read small tables, and their state changes with time, job rows, leases and live sessions,
+  not with run rows).
 A run with no finding last time and no change since cannot have one now: every check is a
 function of the run's rows and events, and of age only through the in-flight split, which
 only flagged runs can cross. So the report equals a full `--all` on the same world
@@ -83,7 +84,8 @@ class Pass:
 
 def is_history(check: Check) -> bool:
     """Run-scoped checks, restricted to the touched runs; the rest run in full."""
-    return Needs.QUEUE not in check.needs and check.code not in FULL_ALWAYS
+    queues = (Needs.QUEUE, Needs.RUN_QUEUE)  # WF136: leases and drivers age without a write
+    return not any(n in check.needs for n in queues) and check.code not in FULL_ALWAYS
 
 
 def run(

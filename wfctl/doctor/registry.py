@@ -18,6 +18,7 @@ from wfctl.doctor import (
     wf133,
     wf134,
     wf135,
+    wf136,
     wf141,
     wf142,
     wf143,
@@ -39,7 +40,7 @@ CHECKS: tuple[Check, ...] = tuple(
     m.CHECK
     for m in (
         wf101, wf102, wf103, wf104, wf111, wf112, wf113, wf121, wf122, wf123,
-        wf131, wf132, wf133, wf134, wf135, wf141, wf142, wf143, wf144, wf145, wf146, wf147,
+        wf131, wf132, wf133, wf134, wf135, wf136, wf141, wf142, wf143, wf144, wf145, wf146, wf147,
         wf148, wf149, wf151, wf152, wf153, wf154,
     )
 )  # fmt: skip

@@ -353,6 +353,8 @@ def _missing_needs(check: Check, world: World) -> str:
         return f"{release.name} has no {', '.join(lacking)}"
     if Needs.QUEUE in check.needs and not world.has_graphile:
         return "graphile_worker not installed"
+    if Needs.RUN_QUEUE in check.needs and not world.has_run_queue:
+        return "wfctl's worker queue not installed (wfctl bootstrap adds it)"
     return ""
 
 

@@ -33,7 +33,12 @@ import psycopg
 from wfctl import sql
 from wfctl.errors import RefusedError, UsageError
 from wfctl.ops import audit
-from wfctl.runtime.engine import Event, correlation_ulid
+from wfctl.runtime.engine import (
+    PATCH_MARKER_PREFIX,
+    Event,
+    correlation_ulid,
+    patch_marker_correlation,
+)
 from wfctl.runtime.store import DEPLOYMENT_ID, Store
 from wfctl.world import ids
 from wfctl.world.model import World
@@ -240,6 +245,15 @@ def _correlation_map(fork: ForkPlan) -> dict[str, str]:
     wanted = {str(e.correlation_id) for e in fork.events}
     bodies = {c.partition("_")[2]: c for c in wanted}
     mapping: dict[str, str] = {}
+    for e in fork.events:  # patched() markers: ids from (run, change id), not the counter
+        name = (e.data or {}).get("stepName")
+        if e.type == "step_created" and isinstance(name, str):
+            change = name.removeprefix(PATCH_MARKER_PREFIX)
+            source = patch_marker_correlation(fork.source_id, change) if change != name else ""
+            if source in wanted:
+                mapping[source] = patch_marker_correlation(fork.run_id, change)
+    if len(mapping) == len(wanted):
+        return mapping
     for k in range(1, 4 * len(fork.events) + 16):
         body = correlation_ulid(fork.source_id, k)
         if body in bodies:

@@ -19,6 +19,7 @@ from wfctl.repair import (
     wf131,
     wf132,
     wf133,
+    wf136,
     wf141,
     wf149,
     wf153,
@@ -43,6 +44,7 @@ ORDER: tuple[Repair, ...] = (
     wf131.REPAIR,
     wf132.REPAIR,
     wf133.REPAIR,
+    wf136.REPAIR,
 )
 BY_CODE = {r.code: r for r in ORDER}
 # Detected but never repaired automatically: the reason is printed instead.

@@ -30,11 +30,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Generator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from wfctl.runtime import engine, executor, serde
+from wfctl.runtime import engine, executor, serde, values
+from wfctl.runtime.children import ChildWorkflowError
+from wfctl.runtime.client import AsyncClient, Client, RunHandle, RunPage, SyncRunHandle
+from wfctl.runtime.context import StepContext, step_context
+from wfctl.runtime.errors import (
+    HookNotFoundError,
+    RunCancelledError,
+    RunFailedError,
+    RunNotFoundError,
+    RunTimeoutError,
+    WorkflowError,
+)
 from wfctl.runtime.registry import (
     DEFAULT_MAX_RETRIES,
     ArgumentsError,
@@ -48,6 +58,7 @@ from wfctl.runtime.registry import (
     Workflows,
     parse_duration,
 )
+from wfctl.runtime.values import register_codec
 
 # --- inside workflows ----------------------------------------------------------------------
 
@@ -80,19 +91,33 @@ def sleep(
     return eng.sleep_until(until)
 
 
+def patched(change_id: str) -> bool:
+    """Whether this run takes change `change_id`'s new code path: True for runs that reach
+    the call fresh, False for runs replaying history recorded before the change (they keep
+    the old path). Deterministic on replay; see docs/runtime.md, "Changing workflow code".
+    Outside a workflow (a workflow function called directly): True."""
+    if not engine.in_workflow():
+        return True
+    return engine.current().patched(change_id)
+
+
 class Hook:
     """A hook created inside a workflow: `await hook` for the next payload, or
     `async for payload in hook`. Resumed from outside with `wfctl hooks resume TOKEN JSON`."""
 
-    def __init__(self, correlation_id: str) -> None:
+    def __init__(self, correlation_id: str, decode: values.Decoder | None = None) -> None:
         self.correlation_id = correlation_id
+        self._decode = decode  # create_hook(payload_type=...): payloads decoded to it
 
     @property
     def token(self) -> str:
         return engine.current().hook_token(self.correlation_id)
 
     def __await__(self) -> Generator[Any, None, Any]:
-        return engine.current().next_payload(self.correlation_id).__await__()
+        future = engine.current().next_payload(self.correlation_id)
+        if self._decode is None:
+            return future.__await__()
+        return values.Typed(future, self._decode).__await__()
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
@@ -106,35 +131,77 @@ class Hook:
         engine.current().dispose_hook(self.correlation_id)
 
 
-def create_hook(token: str | None = None, *, metadata: Any = None) -> Hook:
-    """Create a hook; `token` defaults to a deterministic one (see `hook.token`)."""
+def create_hook(
+    token: str | None = None, *, metadata: Any = None, payload_type: Any = None
+) -> Hook:
+    """Create a hook; `token` defaults to a deterministic one (see `hook.token`).
+    `payload_type` (a dataclass, a pydantic model, `dict[str, Decimal]`...) decodes each
+    payload to that type, as annotations do for arguments (docs/runtime.md)."""
     eng = engine.current()
     meta = None if metadata is None else serde.dumps(metadata, "hook metadata")
-    return Hook(eng.create_hook(token, meta))
+    decode = None if payload_type is None else values.decoder(payload_type)
+    return Hook(eng.create_hook(token, meta), decode)
+
+
+# Raised inside a workflow at its next await when the run is asked to cancel (`wfctl runs
+# cancel RUN --graceful`, `request_cancel`): catch it to run cleanup steps, then re-raise (the
+# run ends `cancelled`). It IS `asyncio.CancelledError`, so either name catches it.
+Cancelled = asyncio.CancelledError
+
+
+def cancel_requested() -> str | None:
+    """Inside a workflow: the reason of the cancellation request fed so far, or None."""
+    return engine.current().cancel_reason
+
+
+class ChildRun:
+    """A child run started by `start_child`: its `run_id`; `await child` for its output
+    (or `ChildWorkflowError` if it failed or was cancelled)."""
+
+    def __init__(self, run_id: str, workflow: WorkflowDef, hook_corr: str) -> None:
+        self.run_id = run_id
+        self.workflow = workflow
+        self._hook = hook_corr
+        self._end: dict[str, Any] | None = None
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._result().__await__()
+
+    async def _result(self) -> Any:
+        if self._end is None:
+            end = await engine.current().next_payload(self._hook)
+            self._end = end if isinstance(end, dict) else {"status": "failed", "error": repr(end)}
+        end = self._end
+        if end.get("status") == "completed":
+            return self.workflow.decode_output(end.get("output"))  # the child's return type
+        raise ChildWorkflowError(
+            self.run_id, str(end.get("status")), end.get("error"), end.get("errorCode")
+        )
+
+
+async def start_child(
+    workflow: WorkflowDef, *args: Any, queue: str = "default", **kwargs: Any
+) -> ChildRun:
+    """Start a child run from workflow code; `await` the returned `ChildRun` for its result.
+
+    Durable and exactly once: the child's creation and the parent's record of it are one
+    transaction; the parent waits on a hook the child's end resumes (children.py). The child
+    is driven by `wfctl worker`s of `queue`."""
+    if not engine.in_workflow():
+        raise RuntimeError("start_child() is for workflow code; outside one use start()")
+    positional = workflow.bind(args, kwargs)
+    child_input = workflow.encode_input(list(args), kwargs)
+    record = serde.dumps(
+        {"workflow": workflow.name, "args": positional, "queue": queue},
+        f"the input of workflow {workflow.name}",
+    )
+    eng = engine.current()
+    corr, hook = eng.start_child(workflow.name, record, child_input, queue)
+    run_id = await eng.child_future(corr)
+    return ChildRun(str(run_id), workflow, hook)
 
 
 # --- starting runs -------------------------------------------------------------------------
-
-
-@dataclass
-class RunHandle:
-    """A started run: its id, and (after `result()`) its status and output."""
-
-    id: str
-    workflow: WorkflowDef
-    status: str = "pending"
-    output: Any = None
-    error: str | None = None
-
-    async def result(self, timeout: float | None = None) -> Any:
-        """Drive the run in this process until it ends; its output (or an exception)."""
-        done = await asyncio.to_thread(
-            executor.drive_to_end, self.workflow.registry, self.id, timeout
-        )
-        self.status, self.output, self.error = done.status, done.output, done.error
-        if done.status != "completed":
-            raise RuntimeError(f"run {self.id} {done.status}: {done.error}")
-        return done.output
 
 
 async def start(
@@ -143,30 +210,57 @@ async def start(
     run_id: str | None = None,
     idempotency_key: str | None = None,
 ) -> RunHandle:
-    """Start a run (one transaction: run row, slot marker, run_created) and return its handle."""
+    """Start a run (one transaction: run row, slot marker, run_created) and return its handle;
+    `await handle.result()` drives it in this process (under a lease: a worker adopts it if
+    this process dies). To hand a run to workers instead, use `Client.enqueue`."""
+    if engine.in_workflow():
+        raise RuntimeError(
+            "start() cannot be called inside a workflow (it does I/O and would start a new run"
+            " on every replay): use `child = await start_child(workflow, *args)`, then"
+            " `await child` for its result"
+        )
     created = await asyncio.to_thread(
         executor.create, workflow, list(args), run_id=run_id, idempotency_key=idempotency_key
     )
-    return RunHandle(created.run_id, workflow, created.status)
+    return RunHandle(created.run_id, workflow, created.status, drive=True)
 
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "ArgumentsError",
+    "AsyncClient",
+    "Cancelled",
+    "ChildRun",
+    "ChildWorkflowError",
+    "Client",
     "FatalError",
     "Hook",
     "HookConflictError",
+    "HookNotFoundError",
     "RetryableError",
+    "RunCancelledError",
+    "RunFailedError",
     "RunHandle",
+    "RunNotFoundError",
+    "RunPage",
+    "RunTimeoutError",
     "SerializationError",
+    "StepContext",
     "StepDef",
     "StepFailedError",
+    "SyncRunHandle",
     "WorkflowDef",
+    "WorkflowError",
     "Workflows",
+    "cancel_requested",
     "create_hook",
     "now",
     "parse_duration",
+    "patched",
     "random",
+    "register_codec",
     "sleep",
     "start",
+    "start_child",
+    "step_context",
 ]

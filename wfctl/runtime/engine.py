@@ -30,6 +30,7 @@ import contextvars
 import functools
 import hashlib
 import random as _random
+import re
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -38,6 +39,7 @@ from typing import Any, cast
 from ulid import ULID
 
 from wfctl.runtime import serde
+from wfctl.runtime.errors import WorkflowError
 from wfctl.world.ids import ulid_text
 
 # --- the deterministic loop -----------------------------------------------------------------
@@ -179,7 +181,19 @@ class DisposeHook:
     token: str
 
 
-Command = StartStep | CreateWait | AwaitWait | CreateHook | AwaitHook | DisposeHook
+@dataclass(frozen=True)
+class StartChild:
+    """Create a child run and record it as this step (children.py), in one transaction."""
+
+    correlation_id: str
+    record: bytes  # the step's input in the parent's log: {workflow, args, queue}
+    workflow_name: str
+    input: bytes  # the child run's input
+    queue: str
+    hook_token: str
+
+
+Command = StartStep | CreateWait | AwaitWait | CreateHook | AwaitHook | DisposeHook | StartChild
 
 
 @dataclass(frozen=True)
@@ -210,13 +224,23 @@ class Diverged:
 
 
 @dataclass(frozen=True)
+class CancelledRun:
+    """The workflow let `asyncio.CancelledError` out (after a cancellation request, or by
+    raising it): the run ends `cancelled` (run_cancelled, written by the driver)."""
+
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class Finished:
     """The log already holds the run's terminal event."""
 
     status: str
 
 
-Outcome = Pending | Completed | Failed | Diverged | Finished
+Outcome = Pending | Completed | Failed | Diverged | Finished | CancelledRun
+CANCEL_ATTRIBUTE = "wfctl.cancelRequested"  # store.CANCEL_ATTRIBUTE (no import: engine is pure)
+CHILD_STEP = "step//wfctl//start_child"  # the step name a child's creation is recorded under
 DIVERGENCE_CODE = "REPLAY_DIVERGENCE"
 
 
@@ -231,7 +255,7 @@ def short_name(step_name: str) -> str:
     return f"{module}.{function}" if sep and module else rest
 
 
-class StepFailedError(Exception):
+class StepFailedError(WorkflowError):
     """Raised inside a workflow when a step failed for good (its error is carried along)."""
 
     def __init__(self, step_name: str, error: Any) -> None:
@@ -268,6 +292,8 @@ class _Request:
     payloads: collections.deque[Any] = field(default_factory=collections.deque)
     getters: collections.deque[asyncio.Future[Any]] = field(default_factory=collections.deque)
     awaited: bool = False
+    # child: (workflow name, the child's input, queue, the token of the hook its end resumes)
+    child: tuple[str, bytes, str, str] | None = None
 
 
 _CURRENT: contextvars.ContextVar[Engine] = contextvars.ContextVar("wfctl_engine")
@@ -279,6 +305,34 @@ def current() -> Engine:
         return _CURRENT.get()
     except LookupError:
         raise RuntimeError("not inside a wfctl workflow") from None
+
+
+PATCH_MARKER_PREFIX = "step//py:wfctl.patched//"  # patching.py: the marker step's names
+
+
+_CHANGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+def _is_marker(step_name: object) -> bool:
+    return isinstance(step_name, str) and step_name.startswith(PATCH_MARKER_PREFIX)
+
+
+def patch_marker_name(change_id: str) -> str:
+    """The marker step's name for a change id (validated: it is part of a step name)."""
+    if not isinstance(change_id, str) or not _CHANGE_ID.match(change_id):
+        raise ValueError(
+            f"patched({change_id!r}): a change id is 1-128 letters, digits, '.', '_', ':' "
+            "or '-', starting with a letter or digit"
+        )
+    return PATCH_MARKER_PREFIX + change_id
+
+
+def patch_marker_correlation(run_id: str, change_id: str) -> str:
+    """`step_<ULID>` with the run's time prefix and a random part from (run, change) only:
+    no counter, so asking patched() or not shifts no other id."""
+    millis, _ = _ulid_basis(run_id)
+    digest = hashlib.sha256(f"{run_id}\x00patched\x00{change_id}".encode()).digest()
+    return "step_" + str(ULID.from_int((millis << 80) | int.from_bytes(digest[:10], "big")))
 
 
 def in_workflow() -> bool:
@@ -326,6 +380,7 @@ class Engine:
         self._terminal: str | None = None
         self.fed = 0
         self.last_event_id: str | None = None
+        self.cancel_reason: str | None = None  # set once a cancellation request was fed
 
     # -- the workflow-side API (called from workflow code through wfctl.runtime.api) --
 
@@ -365,6 +420,26 @@ class Engine:
         self._register(_Request("wait", corr, resume_at=resume_at, future=fut))
         return fut
 
+    def start_child(
+        self, workflow_name: str, record: bytes, child_input: bytes, queue: str
+    ) -> tuple[str, str]:
+        """A child run (children.py): recorded as a step of this run named CHILD_STEP
+        (step_created with `record` as input, step_started, step_completed with the child's
+        run id, in the transaction that creates the child), and a hook the child's end
+        resumes. Returns (step correlation id, hook correlation id)."""
+        corr = self._next_corr("step")
+        token = f"wfctl:child:{self.run_id}:{corr}"
+        fut = self._loop.create_future()
+        req = _Request("child", corr, CHILD_STEP, record, future=fut)
+        req.child = (workflow_name, child_input, queue, token)
+        self._register(req)
+        return corr, self.create_hook(token, None)
+
+    def child_future(self, corr: str) -> asyncio.Future[Any]:
+        future = self._by_corr[corr].future
+        assert future is not None
+        return future
+
     def create_hook(self, token: str | None, metadata: bytes | None) -> str:
         corr = self._next_corr("hook")
         if token is None:
@@ -396,6 +471,48 @@ class Engine:
         self._by_corr[corr + "#dispose"] = req
         self._order.append(req)
 
+    # -- safe code changes (patching.py) ---------------------------------------------------
+
+    # The run's whole log when the engine is fed from it (`feed_all`, or set by a replayer
+    # that holds back the terminal event); None: no log (every patched() call is fresh).
+    history: list[Event] | None = None
+    _patches: dict[str, bool] | None = None
+    _markers: frozenset[str] | None = None
+
+    def patched(self, change_id: str) -> bool:
+        """True if this run takes change `change_id`'s new path (see patching.py)."""
+        name = patch_marker_name(change_id)
+        if self._patches is None:
+            self._patches = {}
+        decided = self._patches.get(change_id)
+        if decided is not None:
+            return decided
+        history = self.history
+        if history is not None and self.fed < len(history):  # still replaying the log
+            if self._markers is None:
+                self._markers = frozenset(
+                    str(e.data.get("stepName"))
+                    for e in history
+                    if e.type == "step_created" and e.data and _is_marker(e.data.get("stepName"))
+                )
+            decided = name in self._markers
+        else:
+            decided = True
+        self._patches[change_id] = decided
+        if decided:
+            corr = patch_marker_correlation(self.run_id, change_id)
+            req = _Request("step", corr, name, serde.dumps([], "a patch marker"), 3)
+            req.future = self._loop.create_future()
+            self._register(req)
+        return decided
+
+    def _unwritten_markers(self) -> tuple[Command, ...]:
+        return tuple(
+            StartStep(r.correlation_id, r.name, r.input, not r.created, r.attempts, None, 3)
+            for r in self._order
+            if r.kind == "step" and not r.done and _is_marker(r.name)
+        )
+
     # -- driving ------------------------------------------------------------------------
 
     def _ensure_started(self) -> None:
@@ -405,6 +522,8 @@ class Engine:
             self._task = self._loop.create_task(self._workflow(*self._args), context=ctx)
 
     def feed_all(self, events: list[Event]) -> Outcome:
+        if self.history is None:
+            self.history = events  # patched(): where the log ends and which markers it holds
         for event in events:
             self.feed(event)
         return self.outcome()
@@ -464,9 +583,13 @@ class Engine:
         key = event.correlation_id or ""
         req = self._by_corr.get(key)
         if req is None:
+            if kind == "step" and _is_marker((event.data or {}).get("stepName")):
+                return None  # a patch marker the code no longer asks about (patching.py)
             self._diverge(event, f"the log has a {kind} the workflow code did not ask for:")
             return None
         if req.kind != kind:
+            if req.kind == "child" and kind == "step":
+                return req  # a child's creation is recorded as a step (children.py)
             self._diverge(event, f"the code asked for a {req.kind} where the log recorded:")
             return None
         return req
@@ -484,6 +607,34 @@ class Engine:
 
     _on_run_failed = _on_run_completed
     _on_run_cancelled = _on_run_completed
+
+    def _on_attr_set(self, event: Event) -> None:
+        """A cancellation request (store.request_cancel) is delivered to the workflow as
+        `asyncio.CancelledError` at the await it is blocked on; what it no longer awaits is
+        dropped (docs/runtime.md, Cancellation). Other attributes do not concern replay."""
+        for change in (event.data or {}).get("changes") or ():
+            if not isinstance(change, dict) or change.get("key") != CANCEL_ATTRIBUTE:
+                continue
+            if self.cancel_reason is not None or change.get("value") is None:
+                return
+            self.cancel_reason = str(change["value"])
+            self._ensure_started()
+            assert self._task is not None
+            if not self._task.done():
+                self._task.cancel(self.cancel_reason)
+                self._loop.run_until_blocked()
+                self._drop_cancelled()
+            return
+
+    def _drop_cancelled(self) -> None:
+        """Requests whose futures the cancellation cancelled are not asked for any more (a
+        step started but not finished keeps its row as a run cancelled from outside does)."""
+        for req in self._order:
+            if req.kind == "hook":
+                if any(f.cancelled() for f in req.getters):
+                    req.getters = collections.deque(f for f in req.getters if not f.cancelled())
+            elif req.future is not None and req.future.cancelled() and not req.done:
+                req.done = True
 
     def _on_step_created(self, event: Event) -> None:
         req = self._req(event, "step")
@@ -630,6 +781,12 @@ class Engine:
             return self._diverged
         assert self._task is not None
         if self._task.done():
+            if self._patches:  # patch markers are written before the run ends (patching.py)
+                markers = self._unwritten_markers()
+                if markers:
+                    return Pending(markers)
+            if self._task.cancelled():  # CancelledError let out: the run ends cancelled
+                return CancelledRun(self.cancel_reason)
             exc = self._task.exception()
             if exc is None:
                 try:
@@ -670,6 +827,9 @@ class Engine:
                     commands.append(AwaitHook(req.correlation_id, req.name))
             elif req.kind == "dispose":
                 commands.append(DisposeHook(req.correlation_id, req.name))
+            elif req.kind == "child" and not req.created:
+                assert req.child is not None
+                commands.append(StartChild(req.correlation_id, req.input, *req.child))
         return Pending(tuple(commands))
 
     def pending_disposals(self) -> list[DisposeHook]:

@@ -33,9 +33,11 @@ from typing import Any
 
 import psycopg
 
+from wfctl.runtime import children, context, serde, tracing
 from wfctl.runtime import engine as eng
-from wfctl.runtime import serde, tracing
+from wfctl.runtime.errors import WorkflowError
 from wfctl.runtime.registry import FatalError, RetryableError, StepDef, WorkflowDef, Workflows
+from wfctl.runtime.retries import DEFAULT_POLICY
 from wfctl.runtime.store import (
     TERMINAL,
     AlreadyExists,
@@ -137,11 +139,43 @@ def create(
             conn.close()
 
 
-def drive_to_end(registry: Workflows, run_id: str, timeout: float | None = None) -> Done:
-    """Drive a run until it ends (sleeping through durable sleeps); for `RunHandle.result`."""
+def drive_to_end(
+    registry: Workflows,
+    run_id: str,
+    timeout: float | None = None,
+    *,
+    name: str | None = None,
+    queue: str = "default",
+) -> Done:
+    """Drive a run until it ends (sleeping through durable sleeps); for `RunHandle.result`.
+
+    The drive holds the run's lease (runtime/lease.py) where the database has the worker's
+    tables: if this process dies, a `wfctl worker` of `queue` adopts the run."""
+    from wfctl.runtime import lease
+
     conn = _default_connection(registry)
     try:
-        return Executor(registry, Store(conn)).drive(run_id, wait=True, timeout=timeout)
+        store = Store(conn)
+        if name is None:
+            row = store.read_run(run_id)
+            name = row.name if row is not None else ""
+        runner = Executor(registry, store)
+        try:
+            with lease.driving(
+                conn,
+                lambda: _default_connection(registry),
+                run_id,
+                name,
+                queue=queue,
+                enabled=store.queued and bool(name),
+            ) as (finish, held):
+                if store.queued and name and not held.held:
+                    return Done(run_id, "busy", error="another process holds the run's lease")
+                done = runner.drive(run_id, wait=True, timeout=timeout)
+                finish(done)
+                return done
+        finally:
+            runner.close()
     finally:
         conn.close()
 
@@ -157,10 +191,11 @@ class Executor:
         log: Callable[[str], None] | None = None,
         stop: Callable[[], bool] | None = None,
         on_blocked: Callable[[str], None] | None = None,
-        on_step: Callable[[float, bool], None] | None = None,
+        on_step: Callable[[float, bool, str, str], None] | None = None,
     ) -> None:
         self.registry = registry
-        # Told each step attempt's body wall time and whether it returned (worker metrics).
+        # Told each step attempt's body wall time, whether it returned, and the workflow and
+        # step names (worker metrics' labels).
         self.on_step = on_step
         self.store = store
         self.log = log or (lambda _m: None)
@@ -170,6 +205,8 @@ class Executor:
         # Asked between steps (a worker shutting down): commit what is done, start nothing
         # new, and return the run as `running` (next_due = now) for another driver.
         self.stop = stop
+        self.run_id = ""  # the run being driven (for step_context())
+        self.workflow_name = ""
         self._pool: ThreadPoolExecutor | None = None
         self._aloop: asyncio.AbstractEventLoop | None = None
         # Steps run inline (sync, no timeout), by name: looked up once, not per step.
@@ -199,13 +236,17 @@ class Executor:
                     except (Unseen, PositionTaken, GuardError, AlreadyExists) as exc:
                         # Someone else wrote to the run: start over from the log.
                         self.log(f"{run_id}: {type(exc).__name__}: {exc}; replaying")
-                raise RuntimeError(f"run {run_id}: gave up after {MAX_REBUILDS} conflicting writes")
+                raise WorkflowError(
+                    f"run {run_id}: gave up after {MAX_REBUILDS} conflicting writes", run_id=run_id
+                )
         finally:
             self.store.unlock_run(run_id)
 
     def _finished(self, run_id: str) -> Done:
         row = self.store.read_run(run_id)
         assert row is not None
+        if children.PARENT_HOOK in row.attributes:  # a child: tell its parent (once)
+            children.deliver(self.store, row)
         output = serde.loads(row.output) if row.status == "completed" else None
         error = None
         if row.error is not None:
@@ -224,8 +265,11 @@ class Executor:
         wdef = self.registry.by_name(row.name)
         if wdef is None:
             raise LookupError(f"run {run_id} is workflow {row.name}, not in this registry")
+        self.run_id = run_id  # hook: step_context() of the steps this drive runs
+        self.workflow_name = row.name  # hook: the worker metrics' workflow label
+        tracing.annotate("wfctl.workflow", row.name)  # hook: once per drive
         args = serde.loads(row.input) or []
-        engine = eng.Engine(run_id, wdef.fn, list(args))
+        engine = eng.Engine(run_id, wdef.entry, list(args))  # entry: typed arguments
         try:
             return self._loop(engine, row.status, wait, deadline)
         finally:
@@ -257,7 +301,7 @@ class Executor:
             if isinstance(outcome, eng.Finished):
                 tx.rollback()
                 return self._finished(run_id)
-            if isinstance(outcome, eng.Completed | eng.Failed | eng.Diverged):
+            if isinstance(outcome, eng.Completed | eng.Failed | eng.Diverged | eng.CancelledRun):
                 if not isinstance(outcome, eng.Diverged):
                     for disposal in engine.pending_disposals():
                         tx.dispose_hook(disposal.correlation_id, disposal.token)
@@ -332,11 +376,15 @@ class Executor:
             raise
         return tx.floor
 
-    def _queue_terminal(self, tx: Tx, outcome: eng.Completed | eng.Failed | eng.Diverged) -> None:
+    def _queue_terminal(
+        self, tx: Tx, outcome: eng.Completed | eng.Failed | eng.Diverged | eng.CancelledRun
+    ) -> None:
         if isinstance(outcome, eng.Completed):
             tx.complete_run(outcome.output)
         elif isinstance(outcome, eng.Failed):
             tx.fail_run(outcome.error, outcome.code)
+        elif isinstance(outcome, eng.CancelledRun):  # the workflow let CancelledError out
+            tx.cancel_run(outcome.reason)
         else:
             value = {"name": "ReplayDivergenceError", "message": outcome.message}
             if outcome.event_id:
@@ -385,6 +433,9 @@ class Executor:
                 tx.create_hook(cmd.correlation_id, cmd.token, cmd.metadata)
             elif isinstance(cmd, eng.DisposeHook):
                 tx.dispose_hook(cmd.correlation_id, cmd.token)
+            elif isinstance(cmd, eng.StartChild):  # created and recorded in this transaction
+                children.queue_start(tx, cmd)
+                resolving = True
             # AwaitHook: nothing to write; a hook_received arrives from outside.
         return to_run, resolving, next_due
 
@@ -408,9 +459,10 @@ class Executor:
                 delta = ra if isinstance(ra, timedelta) else timedelta(seconds=float(ra))
                 retry_after = datetime.now(UTC) + delta
         else:
+            # Exponential backoff with jitter, capped (retries.py): a durable timer.
             step = self.registry.step_by_name(cmd.step_name)
-            if step is not None and step.backoff:
-                delay = step.backoff * 2 ** max(0, res.attempt - 1)
+            delay = (step.retry if step is not None else DEFAULT_POLICY).delay(res.attempt)
+            if delay > 0:
                 retry_after = datetime.now(UTC) + timedelta(seconds=delay)
         tx.retry_step(cmd.correlation_id, cmd.step_name, error, retry_after)
 
@@ -445,7 +497,8 @@ class Executor:
     def _observed(self, results: list[_Result]) -> list[_Result]:
         if self.on_step is not None:
             for res in results:
-                self.on_step((res.finished - res.started) / 1e9, res.exc is None)
+                seconds = (res.finished - res.started) / 1e9
+                self.on_step(seconds, res.exc is None, self.workflow_name, res.cmd.step_name)
         return results
 
     def _step_args(self, cmd: eng.StartStep) -> list[Any]:
@@ -468,7 +521,8 @@ class Executor:
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
-            value = step.invoke(self._step_args(cmd))
+            ctx = context.StepContext(self.run_id, cmd.correlation_id, cmd.step_name, attempt)
+            value = context.call(ctx, step.invoke, self._step_args(cmd))
             if inspect.isawaitable(value):
                 raise FatalError(f"step {cmd.step_name} returned an awaitable")
             res.value = serde.dumps(value, f"the result of step {cmd.step_name}")
@@ -490,13 +544,17 @@ class Executor:
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
+            ctx = context.StepContext(self.run_id, cmd.correlation_id, cmd.step_name, attempt)
+            body: Any
             if step.is_async:
-                body = step.invoke(self._step_args(cmd))
+                body = context.call_async(ctx, step.invoke, self._step_args(cmd))
             else:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="wfctl-step")
                 loop = asyncio.get_running_loop()
-                body = loop.run_in_executor(self._pool, step.invoke, self._step_args(cmd))
+                body = loop.run_in_executor(
+                    self._pool, context.call, ctx, step.invoke, self._step_args(cmd)
+                )
             if step.timeout is None:
                 value = await body
             else:

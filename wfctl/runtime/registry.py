@@ -23,12 +23,13 @@ import inspect
 import re
 import sys
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from wfctl.runtime import engine, serde
+from wfctl.runtime import engine, serde, values
+from wfctl.runtime.retries import DEFAULT_POLICY, RetryPolicy
 
 DEFAULT_MAX_RETRIES = 3
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -139,18 +140,41 @@ class StepDef:
     name: str
     max_retries: int
     timeout: float | None = None  # seconds; an attempt that runs longer fails (and retries)
-    backoff: float | None = None  # seconds: retry n waits backoff * 2**(n-1) (durable timer)
+    retry: RetryPolicy = DEFAULT_POLICY  # spacing of retries (retries.py; a durable timer)
     aliases: tuple[str, ...] = ()  # names an older log may hold for this step
+    _types: values.Signature | None = field(default=None, init=False, repr=False)
+
+    @property
+    def types(self) -> values.Signature:
+        """The decoders of the step's annotations (computed once; values.py)."""
+        sig = self._types
+        if sig is None:
+            sig = self._types = values.signature(self.fn)
+        return sig
+
+    @property
+    def backoff(self) -> float:
+        """Seconds before the first retry (before jitter; 0: at once)."""
+        return self.retry.backoff
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not engine.in_workflow():
             return self.fn(*args, **kwargs)
         positional = list(args) if not kwargs else bind_arguments(self.fn, args, kwargs, self.name)
         data = serde.dumps(positional, f"the input of step {self.name}")
-        return engine.current().call_step(self.name, data, self.max_retries, self.aliases)
+        future = engine.current().call_step(self.name, data, self.max_retries, self.aliases)
+        result = self.types.result  # rich types: the awaited value decoded to the annotation
+        return future if result is None else values.Typed(future, result)
 
     def invoke(self, args: list[Any]) -> Any:
-        """Run the body (executor side): returns a value or a coroutine."""
+        """Run the body (executor side): returns a value or a coroutine. Arguments are
+        decoded to the parameters' annotations first (rich types; nothing for plain ones)."""
+        sig = self.types
+        if sig.args is not None or sig.rest is not None:
+            try:
+                args = sig.decode_args(args)
+            except values.DecodeError as exc:
+                raise FatalError(f"step {self.name}: {exc}") from None
         return self.fn(*args)
 
     @property
@@ -166,9 +190,39 @@ class WorkflowDef:
     name: str
     registry: Workflows
     aliases: tuple[str, ...] = ()  # names runs stored by earlier versions may carry
+    schedule: Any = None  # a schedule.Schedule: runs started once per cron tick by workers
+    _types: values.Signature | None = field(default=None, init=False, repr=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
         return self.fn(*args, **kwargs)
+
+    @property
+    def types(self) -> values.Signature:
+        """The decoders of the workflow's annotations (computed once; values.py)."""
+        sig = self._types
+        if sig is None:
+            sig = self._types = values.signature(self.fn)
+        return sig
+
+    @property
+    def entry(self) -> Callable[..., Coroutine[Any, Any, Any]]:
+        """What the engine runs: the function itself, or (when an annotation asks for a rich
+        type) a wrapper decoding the stored arguments first, inside the workflow, so a value
+        that does not fit fails the run like any error of the workflow's code."""
+        sig = self.types
+        if sig.args is None and sig.rest is None:
+            return self.fn
+        fn = self.fn
+
+        async def typed(*args: Any) -> Any:
+            return await fn(*sig.decode_args(list(args)))
+
+        return typed
+
+    def decode_output(self, value: Any) -> Any:
+        """A stored result decoded to the workflow's return annotation."""
+        result = self.types.result
+        return value if result is None else result(value)
 
     @property
     def signature(self) -> str:
@@ -194,13 +248,31 @@ class Workflows:
         self._step_aliases: dict[str, StepDef | None] = {}
 
     def workflow(
-        self, fn: Callable[..., Coroutine[Any, Any, Any]] | None = None, *, name: str | None = None
+        self,
+        fn: Callable[..., Coroutine[Any, Any, Any]] | None = None,
+        *,
+        name: str | None = None,
+        schedule: str | None = None,
+        catchup: str | float | timedelta | None = None,
     ) -> Any:
+        """Register a workflow. `schedule` (a cron expression, UTC): `wfctl worker`s start
+        one run per tick (docs/runtime.md, Schedules); `catchup` bounds how far back missed
+        ticks are started after every worker was down (default 1h)."""
+        plan = None
+        if schedule is not None:
+            from wfctl.runtime.schedule import Schedule  # croniter only for scheduled ones
+
+            plan = Schedule.parse(schedule, None if catchup is None else parse_duration(catchup))
+        elif catchup is not None:
+            raise TypeError("catchup= needs schedule=")
+
         def register(f: Callable[..., Coroutine[Any, Any, Any]]) -> WorkflowDef:
             if not inspect.iscoroutinefunction(f):
                 raise TypeError(f"@workflow needs an `async def` function, got {f!r}")
             derived, aliases = _names(f, "workflow")
-            wdef = WorkflowDef(f, name or derived, self, () if name else aliases)
+            wdef = WorkflowDef(f, name or derived, self, () if name else aliases, plan)
+            if plan is not None:
+                plan.check_signature(f)
             functools.update_wrapper(wdef, f)
             self.workflows[wdef.name] = wdef
             _add_aliases(self._aliases, wdef.aliases, wdef)
@@ -216,14 +288,19 @@ class Workflows:
         name: str | None = None,
         timeout: str | float | timedelta | None = None,
         backoff: str | float | timedelta | None = None,
+        max_backoff: str | float | timedelta | None = None,
+        jitter: float | None = None,
     ) -> Any:
+        """Register a step. Retries (up to `max_retries`) wait `backoff` (default 1s) doubled
+        per attempt, capped at `max_backoff` (default 60s), less up to `jitter` (default 0.5)
+        of it at random; `backoff=0` retries at once (wfctl/runtime/retries.py)."""
         limit = None if timeout is None else parse_duration(timeout).total_seconds()
-        base = None if backoff is None else parse_duration(backoff).total_seconds()
+        policy = _policy(backoff, max_backoff, jitter)
 
         def register(f: Callable[..., Any]) -> StepDef:
             derived, aliases = _names(f, "step")
             sdef = StepDef(
-                f, name or derived, max(0, max_retries), limit, base, () if name else aliases
+                f, name or derived, max(0, max_retries), limit, policy, () if name else aliases
             )
             functools.update_wrapper(sdef, f)
             self.steps[sdef.name] = sdef
@@ -246,13 +323,39 @@ class Workflows:
 
     def step_by_name(self, name: str) -> StepDef | None:
         """The step a log names (its name, or an unambiguous older alias)."""
-        return self.steps.get(name) or self._step_aliases.get(name)
+        return self.steps.get(name) or self._step_aliases.get(name) or _builtin_step(name)
 
     def served_names(self) -> list[str]:
         """Every workflow name a worker of this registry can drive (names and aliases)."""
         names = set(self.workflows)
         names.update(alias for alias, wdef in self._aliases.items() if wdef is not None)
         return sorted(names)
+
+
+def _policy(
+    backoff: str | float | timedelta | None,
+    max_backoff: str | float | timedelta | None,
+    jitter: float | None,
+) -> RetryPolicy:
+    """The step's retry policy: the defaults, with what the decorator overrides."""
+    if backoff is None and max_backoff is None and jitter is None:
+        return DEFAULT_POLICY
+    return RetryPolicy(
+        DEFAULT_POLICY.backoff if backoff is None else parse_duration(backoff).total_seconds(),
+        DEFAULT_POLICY.max_backoff
+        if max_backoff is None
+        else parse_duration(max_backoff).total_seconds(),
+        DEFAULT_POLICY.jitter if jitter is None else float(jitter),
+    )
+
+
+def _builtin_step(name: str) -> StepDef | None:
+    """wfctl's own steps: the marker `patched()` records (patching.py)."""
+    from wfctl.runtime import patching
+
+    if not patching.is_marker(name):
+        return None
+    return StepDef(patching.marker_body, name, 3)
 
 
 def _add_aliases(table: dict[str, Any], aliases: tuple[str, ...], target: Any) -> None:

@@ -8,13 +8,17 @@ values and every object or array refers to its members by index (`{"a": 1}` is
 `["BigInt", "123"]` a BigInt. We write exactly that subset (checked against the devalue
 package the DevKit installs, tests/runtime/test_serde.py) and read it back, so a value
 round-trips as JSON-like Python data: dict (str keys), list/tuple, str, int, float, bool,
-None, and `datetime` (aware; naive values are taken as UTC).
+None, and aware `datetime` (a naive one is refused: wfctl does not guess its zone).
 
-Anything else raises `SerializationError` naming the value's type and where it came from.
+Other values go to `values.reduce` (dataclasses, pydantic models, Decimal, UUID, date, time,
+bytes, sets, Enum, registered codecs), reached only when a value is none of the above, so plain
+values pay nothing for it. Anything else raises `SerializationError` naming the value's type,
+the path inside the value and where it came from.
 """
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import math
@@ -22,9 +26,17 @@ import traceback
 from datetime import UTC, datetime
 from typing import Any
 
+from wfctl.runtime import values as _values
+
 PREFIX = b"devl"
 _MAX_SAFE = 2**53 - 1
 _UNDEFINED, _HOLE, _NAN, _POS_INF, _NEG_INF, _NEG_ZERO = -1, -2, -3, -4, -5, -6
+
+
+NAIVE = (
+    "a naive datetime (no tzinfo) is refused: its instant depends on the zone of the process "
+    "reading it; attach one (datetime.now(UTC), dt.replace(tzinfo=ZoneInfo(...)))"
+)
 
 
 class PayloadUnreadable(ValueError):
@@ -34,12 +46,17 @@ class PayloadUnreadable(ValueError):
 class SerializationError(TypeError):
     """A value that cannot cross the durable boundary (inputs, outputs, errors, payloads)."""
 
-    def __init__(self, type_name: str, where: str, path: str = "") -> None:
+    def __init__(self, type_name: str, where: str, path: str = "", detail: str = "") -> None:
         at = f" at {path}" if path else ""
         super().__init__(
             f"cannot serialise a value of type {type_name}{at} in {where}: "
-            "only dict (str keys), list, tuple, str, int, float, bool, None and datetime "
-            "cross the durable boundary"
+            + (
+                detail
+                or "only JSON-like values (dict with str keys, list, tuple, str, int, float, "
+                "bool, None), aware datetime, date, time, Decimal, UUID, bytes, set, Enum, "
+                "dataclasses and pydantic models cross the durable boundary (add others "
+                "with wfctl.runtime.register_codec)"
+            )
         )
         self.type_name = type_name
         self.where = where
@@ -71,8 +88,9 @@ def stringify(value: Any, where: str = "a value") -> str:
         elif isinstance(v, str):
             text = _string(v)
         elif isinstance(v, datetime):
-            when = v if v.tzinfo else v.replace(tzinfo=UTC)
-            iso = when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            if v.tzinfo is None:
+                raise SerializationError("datetime", where, path or "the value itself", NAIVE)
+            iso = v.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
             text = f'["Date",{json.dumps(iso)}]'
         elif isinstance(v, list | tuple):
             text = "[" + ",".join(str(flatten(x, f"{path}[{i}]")) for i, x in enumerate(v)) + "]"
@@ -84,7 +102,17 @@ def stringify(value: Any, where: str = "a value") -> str:
                 parts.append(f"{_string(k)}:{flatten(x, f'{path}.{k}')}")
             text = "{" + ",".join(parts) + "}"
         else:
-            raise SerializationError(type(v).__qualname__, where, path or "the value itself")
+            # Not a plain value (the rare case): a rich type, or a refusal.
+            try:
+                tag, replacement = _values.reduce(v)
+            except _values.NotRich:
+                raise SerializationError(
+                    type(v).__qualname__, where, path or "the value itself"
+                ) from None
+            if tag is None:  # written in the value's place: give its slot back
+                values.pop()
+                return flatten(replacement, path)
+            text = f'["{tag}",{flatten(replacement, path)}]'
         values[index] = text
         return index
 
@@ -125,6 +153,9 @@ def _hydrate(data: Any) -> Any:
         if isinstance(v, list):
             if v and isinstance(v[0], str):
                 tag = v[0]
+                if len(v) == 2 and isinstance(v[1], int) and tag in _REDUCED:
+                    # the DevKit's reducer form `[tag, index]` (what its own runtime writes)
+                    return _REDUCED[tag](hydrate(v[1]))
                 if tag == "Date":
                     return datetime.fromisoformat(str(v[1]).replace("Z", "+00:00"))
                 if tag == "BigInt":
@@ -143,6 +174,31 @@ def _hydrate(data: Any) -> Any:
         return v
 
     return hydrate(0)
+
+
+def _b64(text: Any) -> bytes:
+    return b"" if text in (".", "") else base64.b64decode(str(text))
+
+
+def _date(text: Any) -> Any:
+    return None if text == "." else datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+
+
+def _map(entries: Any) -> dict[Any, Any]:
+    return {(tuple(k) if isinstance(k, list) else k): x for k, x in entries}
+
+
+# Revivers for the DevKit's reducer entries `[tag, index]` (@workflow/core getCommonRevivers):
+# the value at `index`, already hydrated, to its Python form. Sets come back as lists (the
+# annotation, if any, makes them sets: values.py), Maps as dicts, byte views as bytes.
+_REDUCED: dict[str, Any] = {
+    "Date": _date,
+    "BigInt": int,
+    "Set": list,
+    "Map": _map,
+    "Uint8Array": _b64,
+    "ArrayBuffer": _b64,
+}
 
 
 def _special(code: int) -> Any:

@@ -60,6 +60,8 @@ SLOT_SPEC = 6  # the first spec version whose runs number their events by slot
 SPEC_VERSION = 5  # what beta.29 writes and reads (reference §3.7); see docs/runtime.md
 DEPLOYMENT_ID = "wfctl"
 IDEMPOTENCY_ATTRIBUTE = "wfctl.idempotencyKey"
+CANCEL_ATTRIBUTE = "wfctl.cancelRequested"  # attr_set: the run is asked to cancel itself
+ATTRIBUTE_VALUE_BYTES = 256  # the package's bound on one attribute value
 TERMINAL = ("completed", "failed", "cancelled")
 
 
@@ -219,6 +221,10 @@ class Store:
         }
         if attributes:
             event_data["attributes"] = attributes
+        if not idempotency_key:
+            return self._create_pipelined(
+                run_id, name, input_bytes, deployment_id, queue, event_data
+            )
         with self._transaction() as conn:
             if idempotency_key:
                 conn.execute(sql.load("runtime/idempotency_lock"), {"key": idempotency_key})
@@ -251,6 +257,55 @@ class Store:
                 self._schemes[run_id] = "legacy"
             if queue is not None:
                 self.enqueue(run_id, name, queue)
+        return Created(run_id, "pending")
+
+    def _create_pipelined(
+        self,
+        run_id: str,
+        name: str,
+        input_bytes: bytes,
+        deployment_id: str,
+        queue: str | None,
+        event_data: dict[str, Any],
+    ) -> Created:
+        """`create_run` without an idempotency key (nothing to read first): the same
+        statements in ONE round trip, the pipeline's implicit transaction (the first error
+        rolls it back whole). The client's `enqueue` latency is mostly round trips."""
+        if queue is not None and not self.queued:
+            raise LookupError("this database has no worker queue (wfctl bootstrap adds it)")
+        scheme = "slot" if self.slots else "legacy"
+        batch: list[tuple[str | bytes, dict[str, Any] | None]] = [
+            (
+                "runtime/insert_run",
+                {
+                    "run_id": run_id,
+                    "deployment_id": deployment_id,
+                    "name": name,
+                    "input_cbor": codec.encode(input_bytes),
+                    "execution_context_cbor": codec.encode(event_data["executionContext"]),
+                    "spec_version": str(SPEC_VERSION),
+                    "attributes": "{}",
+                },
+            )
+        ]
+        if self.slots:
+            batch.append(("runtime/insert_marker", {"run_id": run_id}))
+        first = NewEvent("run_created", None, event_data, SPEC_VERSION)
+        statement = self.writer.batch_statement(
+            run_id, [first], scheme=scheme, first_slot=self.slots
+        )
+        batch.append((statement.sql_name, statement.params))
+        if queue is not None:
+            batch.append(("worker/enqueue", {"run_id": run_id, "queue": queue, "name": name}))
+        try:
+            self.wire.run(batch)
+        except psycopg.Error:
+            if not self.conn.closed and (
+                self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+            ):
+                self.conn.execute("ROLLBACK")
+            raise  # as the statement-by-statement path raises it (e.g. a taken run id)
+        self._schemes[run_id] = scheme
         return Created(run_id, "pending")
 
     # -- reads ----------------------------------------------------------------------------
@@ -341,6 +396,44 @@ class Store:
         written = self.writer.append(conn, run_id, "run_cancelled", None, data, _spec(row[3]))
         return status, written.id
 
+    def request_cancel(self, run_id: str, reason: str | None) -> str:
+        """Ask a run to cancel itself (docs/runtime.md, Cancellation): an `attr_set` event
+        setting `wfctl.cancelRequested` and the run row's attributes, one transaction, and a
+        wake-up of its queue row. The workflow sees it at its next await as
+        `asyncio.CancelledError` (`wfctl.runtime.Cancelled`), may run cleanup steps, and the
+        run ends `cancelled` when the workflow lets the error out. Returns the status found,
+        or `requested` when the request was already recorded (nothing written then)."""
+        with self._transaction() as conn:
+            row = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
+            if row is None:
+                raise LookupError(f"no run {run_id}")
+            status = str(row[1])
+            if status in TERMINAL:
+                return status
+            self._refuse_unmarked_locked(conn, run_id, _spec(row[3]))
+            attrs = conn.execute(sql.load("runtime/run_attributes"), {"run_id": run_id}).fetchone()
+            if attrs is not None and CANCEL_ATTRIBUTE in (attrs[0] or {}):
+                return "requested"
+            value = _attribute_value(reason or "cancellation requested")
+            conn.execute(
+                sql.load("runtime/set_attribute"),
+                {"run_id": run_id, "key": CANCEL_ATTRIBUTE, "value": value},
+            )
+            self.writer.append(
+                conn,
+                run_id,
+                "attr_set",
+                ids.prefixed("attr"),
+                {
+                    "changes": [{"key": CANCEL_ATTRIBUTE, "value": value}],
+                    "writer": {"type": "workflow"},
+                },
+                _spec(row[3]),
+            )
+            if self.queued:
+                conn.execute(sql.load("worker/wake"), {"run_id": run_id})
+        return status
+
     def resume_hook(
         self,
         token: str,
@@ -373,10 +466,47 @@ class Store:
                 then(conn, run_id)
         return run_id, hook_id
 
+    def deliver_hook_once(self, token: str, payload: bytes) -> str | None:
+        """hook_received for the hook holding `token` unless it has received one already
+        (a child's end, delivered by its driver and by the workers' sweep: children.py).
+        One transaction, the parent's run row locked FOR UPDATE as `resume_hook` does.
+        Returns the run id it was delivered to, or None (no such hook, run over, or done)."""
+        with self._transaction() as conn:
+            hook = conn.execute(sql.load("runtime/hook_by_token"), {"token": token}).fetchone()
+            if hook is None:
+                return None
+            hook_id, run_id = str(hook[0]), str(hook[1])
+            run = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
+            if run is None or str(run[1]) in TERMINAL:
+                return None
+            done = conn.execute(
+                sql.load("runtime/hook_received_exists"), {"run_id": run_id, "hook_id": hook_id}
+            ).fetchone()
+            if done is not None and done[0]:
+                return None
+            self._refuse_unmarked_locked(conn, run_id, _spec(run[3]))
+            self.writer.append(
+                conn,
+                run_id,
+                "hook_received",
+                hook_id,
+                {"token": token, "payload": payload},
+                _spec(run[3]),
+            )
+            if self.queued:
+                conn.execute(sql.load("worker/wake"), {"run_id": run_id})
+        return run_id
+
     def _delete_children(self, conn: psycopg.Connection[Any], run_id: str) -> None:
         conn.execute(sql.load("runtime/delete_run_waits"), {"run_id": run_id})
         hooks = "runtime/delete_run_hooks_slot" if self.slots else "runtime/delete_run_hooks"
         conn.execute(sql.load(hooks), {"run_id": run_id})
+
+
+def _attribute_value(text: str) -> str:
+    """An attribute value as the package bounds it: at most 256 UTF-8 bytes."""
+    data = text.encode()[:ATTRIBUTE_VALUE_BYTES]
+    return data.decode(errors="ignore")
 
 
 def _unmarked(run_id: str, spec: int) -> RefusedError:
@@ -533,6 +663,57 @@ class Tx:
     def dispose_hook(self, corr: str, token: str) -> None:
         self._ops.append(("runtime/dispose_hook", {"hook_id": corr}))
         self._event("hook_disposed", corr, {"token": token})
+
+    def create_child_run(
+        self, child_id: str, name: str, input_bytes: bytes, attributes: dict[str, str], queue: str
+    ) -> None:
+        """A child run created inside its parent's transaction (children.py): run row,
+        slot marker (slot era), run_created at its first position, queue row. The parent's
+        record of it (a step) is queued by the caller in the same transaction."""
+        store = self.store
+        if not store.queued:
+            raise LookupError("child workflows need the worker queue (wfctl bootstrap adds it)")
+        context = {"workflowCoreVersion": "wfctl"}
+        self._ops.append(
+            (
+                "runtime/insert_run",
+                {
+                    "run_id": child_id,
+                    "deployment_id": DEPLOYMENT_ID,
+                    "name": name,
+                    "input_cbor": codec.encode(input_bytes),
+                    "execution_context_cbor": codec.encode(context),
+                    "spec_version": str(SPEC_VERSION),
+                    "attributes": json.dumps(attributes),
+                },
+            )
+        )
+        created = NewEvent(
+            "run_created",
+            None,
+            {
+                "deploymentId": DEPLOYMENT_ID,
+                "workflowName": name,
+                "input": input_bytes,
+                "executionContext": context,
+                "attributes": attributes,
+            },
+            SPEC_VERSION,
+        )
+        if store.slots:
+            self._ops.append(("runtime/insert_marker", {"run_id": child_id}))
+            statement = store.writer.batch_statement(
+                child_id, [created], scheme="slot", first_slot=True
+            )
+        else:
+            statement = store.writer.batch_statement(child_id, [created], scheme="legacy")
+        self._ops.append((statement.sql_name, statement.params))
+        self._ops.append(("worker/enqueue", {"run_id": child_id, "queue": queue, "name": name}))
+
+    def cancel_run(self, reason: str | None) -> None:
+        """The run ends cancelled from inside (its workflow let `CancelledError` out)."""
+        self._finish("cancelled")
+        self._event("run_cancelled", None, {"cancelReason": reason[:512]} if reason else None)
 
     def complete_run(self, output: bytes) -> None:
         self._finish("completed", output=output)

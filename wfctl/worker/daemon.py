@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from wfctl.runtime import children
 from wfctl.runtime.executor import Executor
 from wfctl.runtime.registry import Workflows
 from wfctl.runtime.store import TERMINAL, Store
 from wfctl.worker import queue as q
+from wfctl.worker.scheduler import Scheduler, scheduled
 from wfctl.world import ids
 
 if TYPE_CHECKING:  # prometheus-client is imported only by a worker that serves metrics
@@ -79,6 +81,7 @@ class Worker:
         self._held: dict[str, q.Claim] = {}
         self._held_lock = threading.Lock()
         self.drives = 0
+        self.scheduler: Scheduler | None = None
 
     # -- control ------------------------------------------------------------------------
 
@@ -148,6 +151,13 @@ class Worker:
             threading.Thread(target=self._slot, args=(i,), name=f"wfctl-slot-{i}", daemon=True)
             for i in range(cfg.concurrency)
         ]
+        if scheduled(self.registry):  # scheduled workflows: one run per tick (scheduler.py)
+            self.scheduler = Scheduler(
+                self.registry, self.connect, cfg.queue, self._stopping, log=self.log
+            )
+            side.append(
+                threading.Thread(target=self.scheduler.run, name="wfctl-schedule", daemon=True)
+            )
         for t in side + slots:
             t.start()
         try:
@@ -311,10 +321,12 @@ class Worker:
         cfg = self.config
         interval = cfg.lease / 3
         conn: psycopg.Connection[Any] | None = None
+        store: Store | None = None
         while not self._done.is_set():
             try:
                 if conn is None or conn.closed:
                     conn = self.connect()
+                    store = None
                 held = self.held()
                 renewed, registered = q.heartbeat(
                     conn, worker=self.worker_id, lease=cfg.lease, runs=held
@@ -333,6 +345,11 @@ class Worker:
                         f"wfctl worker: recovery: {recovered[0]} run(s) past their lease "
                         f"made ready, {recovered[1]} dead worker(s) removed"
                     )
+                if recovered is not None:  # this worker won the round: child ends lost
+                    store = store or Store(conn)
+                    delivered = children.reconcile(store)
+                    if delivered:
+                        self.log(f"wfctl worker: delivered {delivered} child run end(s)")
             except psycopg.Error as exc:
                 self.log(f"wfctl worker: heartbeat: {_one_line(exc)}")
                 if conn is not None:

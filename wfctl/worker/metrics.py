@@ -3,7 +3,8 @@
 Built on prometheus-client (the reference implementation of the exposition format, a
 runtime dependency) with a registry of its own, so nothing else in the process leaks in.
 
-Counted in the process: steps executed by outcome, step duration, drives (each drive
+Counted in the process: steps executed by outcome, workflow and step, step duration by
+workflow and step, drives (each drive
 replays the run's log from its first event: `replays`), runs this worker's recovery found
 past their lease (`lease_expiries`). Read from the database at scrape time, on a fresh
 connection bounded by the session's statement timeout: runs by status, queue depth per
@@ -34,13 +35,14 @@ class WorkerMetrics:
         self.registry = CollectorRegistry()
         self.steps = Counter(
             "wfctl_worker_steps",
-            "Step attempts executed by this worker, by outcome (ok / error).",
-            ["outcome"],
+            "Step attempts executed by this worker, by outcome (ok / error), workflow and step.",
+            ["outcome", "workflow", "step"],
             registry=self.registry,
         )
         self.step_seconds = Histogram(
             "wfctl_worker_step_duration_seconds",
-            "Wall time of one step attempt's body.",
+            "Wall time of one step attempt's body, by workflow and step.",
+            ["workflow", "step"],
             buckets=STEP_BUCKETS,
             registry=self.registry,
         )
@@ -56,9 +58,11 @@ class WorkerMetrics:
         )
         self.registry.register(_WorldCollector(connect))
 
-    def step(self, seconds: float, ok: bool) -> None:
-        self.steps.labels(outcome="ok" if ok else "error").inc()
-        self.step_seconds.observe(seconds)
+    def step(self, seconds: float, ok: bool, workflow: str, step: str) -> None:
+        """One step attempt. Labels are the stored names (`workflow//py:module//function`,
+        `step//py:...`): bounded by the code a worker serves, stable across deploys."""
+        self.steps.labels(outcome="ok" if ok else "error", workflow=workflow, step=step).inc()
+        self.step_seconds.labels(workflow=workflow, step=step).observe(seconds)
 
     def serve(self, port: int, addr: str = "0.0.0.0") -> None:
         """Start the HTTP endpoint in a daemon thread (prometheus-client's own server)."""

@@ -79,6 +79,8 @@ class World:
             f"{self.user!r} (it does not own them and has no BYPASSRLS; graphile-worker "
             "creates no policy): the queue reads as empty"
         )
+    # wfctl's worker queue (wfctl.run_queue, revision w0004): runs handed to `wfctl worker`s.
+    has_run_queue: bool = False
 
     @property
     def present(self) -> bool:
@@ -216,6 +218,7 @@ def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
         unknown_migrations=unknown,
         standby=p["in_recovery"],
         queue_hidden=list(p["queue_hidden"]) if p["has_graphile_jobs"] else [],
+        has_run_queue=p["has_run_queue"],
     )
     if world.present:
         wanted = WORLD_TABLES + (("workflow.workflow_event_slots",) if era == "slot" else ())

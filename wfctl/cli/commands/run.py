@@ -16,7 +16,7 @@ import psycopg
 import typer
 
 from wfctl import sql
-from wfctl.cli import jsonarg
+from wfctl.cli import jsonarg, logs
 from wfctl.cli.app import State, app, state
 from wfctl.cli.output import Format
 from wfctl.clock import timestamp
@@ -24,6 +24,7 @@ from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
 from wfctl.runtime import executor as ex
+from wfctl.runtime import lease as lease_mod
 from wfctl.runtime.registry import ArgumentsError, WorkflowDef, Workflows, file_module
 from wfctl.runtime.store import Store
 from wfctl.world import model
@@ -254,8 +255,21 @@ def run_command(
         typer.Option("--detach", help="Only start the run and leave it to `wfctl worker`s."),
     ] = False,
     queue: Annotated[
-        str, typer.Option("--queue", help="With --detach: the workers' queue to hand it to.")
+        str,
+        typer.Option(
+            "--queue",
+            help="The workers' queue: with --detach the run goes there; otherwise a worker "
+            "of it adopts the run if this process dies.",
+        ),
     ] = "default",
+    lease: Annotated[
+        str,
+        typer.Option(
+            "--lease",
+            help="The lease this process holds while it drives the run (renewed every "
+            "third of it): after it, a dead process's run goes to a worker.",
+        ),
+    ] = "15s",
     wait: Annotated[
         bool, typer.Option("--wait", help="Drive to the end, sleeping through durable sleeps.")
     ] = False,
@@ -270,6 +284,11 @@ def run_command(
             "on this database would fail every active Python run).",
         ),
     ] = False,
+    log_format: Annotated[
+        str,
+        typer.Option("--log-format", envvar="WFCTL_LOG_FORMAT", help=logs.LOG_FORMAT_HELP),
+    ] = "text",
+    otel: Annotated[bool, typer.Option("--otel", help=logs.OTEL_HELP)] = False,
 ) -> None:
     """Start a durable workflow run and drive it in this process.
 
@@ -278,9 +297,12 @@ def run_command(
     and drives it: steps run here, every transition commits with its event. Without --wait
     it stops when the run blocks on a sleep or a hook (resume it later with --id); with
     --detach it only starts the run and, in the same transaction, hands it to the workers
-    of --queue (`wfctl worker`). Exit 0 completed (or left running), 2 failed or
-    cancelled, 3 could not start, 1 still running when --timeout expired, 64 ARGS that do
-    not fit the workflow's parameters (checked before the run is created: nothing written).
+    of --queue (`wfctl worker`). While this process drives the run it holds a lease on it
+    (--lease): if the process dies, a worker of --queue adopts the run once the lease expires;
+    a run left blocked on a sleep or a hook is handed to that queue too. Exit 0 completed
+    (or left running), 2 failed or cancelled, 3 could not start, 1 still running when
+    --timeout expired, 64 ARGS that do not fit the workflow's parameters (checked before
+    the run is created: nothing written).
 
     [bold]Examples[/bold]
       wfctl run docs/examples/checkout.py:checkout '["order-1"]'
@@ -292,11 +314,33 @@ def run_command(
     """
     st = state(ctx)
     st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    flush_spans = logs.setup(st, log_format, otel)
+    try:
+        _run(st, target, args_json, run_id, idempotency_key, detach, queue, lease, wait, timeout,
+             allow_node_peer)  # fmt: skip
+    finally:
+        flush_spans()
+
+
+def _run(
+    st: State,
+    target: str,
+    args_json: str | None,
+    run_id: str | None,
+    idempotency_key: str | None,
+    detach: bool,
+    queue: str,
+    lease: str,
+    wait: bool,
+    timeout: str | None,
+    allow_node_peer: bool,
+) -> None:
     if detach and wait:
         raise UsageError("--detach and --wait exclude each other")
     if run_id and idempotency_key:
         raise UsageError("--id and --idempotency-key exclude each other")
     limit = parse_duration(timeout).total_seconds() if timeout else None
+    lease_s = max(0.3, parse_duration(lease, "--lease").total_seconds())
     wdef = load_target(target)
     args, kwargs = parse_args(args_json)
     if args_json is not None or run_id is None:
@@ -331,11 +375,27 @@ def run_command(
         blocked = BlockedReporter(st, store, again if wait else "")
         runner = ex.Executor(wdef.registry, store, log=st.output.debug, on_blocked=blocked)
         try:
-            done = runner.drive(created.run_id, wait=wait, timeout=limit)
+            # The run's lease (runtime/lease.py): if this process dies, a `wfctl worker` of
+            # --queue adopts the run once the lease has expired.
+            with lease_mod.driving(
+                store.conn,
+                lambda: connect(st.target, autocommit=True),
+                created.run_id,
+                wdef.name,
+                queue=queue,
+                lease=lease_s,
+                enabled=store.queued,
+            ) as (finish, held):
+                if store.queued and not held.held:
+                    done = ex.Done(created.run_id, "busy", error="a worker holds the run's lease")
+                else:
+                    done = runner.drive(created.run_id, wait=wait, timeout=limit)
+                finish(done)
         except KeyboardInterrupt:
+            handed = f" and handed to the workers of queue {queue!r}" if store.queued else ""
             st.output.message(
-                f"wfctl: run {created.run_id} is left as it was (durable); continue it with"
-                f" `{again}`"
+                f"wfctl: run {created.run_id} is left as it was (durable){handed}; continue"
+                f" it with `{again}`"
             )
             raise
         finally:
@@ -344,6 +404,9 @@ def run_command(
     if done.status in ("running", "pending"):
         st.output.message(f"wfctl: run {done.run_id} is not finished; continue it with `{again}`")
     exit_for(done, wait)
+
+
+CHILD_TOKEN = "wfctl:child:"  # the hooks a parent awaits its children on (children.py)
 
 
 class BlockedReporter:
@@ -364,7 +427,16 @@ class BlockedReporter:
             f"wfctl: run {run_id} waits for hook token {token!r}: deliver a payload with"
             f" `wfctl hooks resume {token} JSON`"
             for _, token, _ in hooks
+            if not str(token).startswith(CHILD_TOKEN)
         ]
+        if any(str(token).startswith(CHILD_TOKEN) for _, token, _ in hooks):
+            from wfctl.runtime import children  # only for a parent of child workflows
+
+            lines += [
+                f"wfctl: run {run_id} waits for its child run {child}: `wfctl worker`"
+                " processes of the child's queue drive it (docs/runtime.md, Child workflows)"
+                for child in children.waiting_for(self.store, run_id)
+            ]
         lines += [
             f"wfctl: run {run_id} sleeps until {timestamp(resume_at)}"
             for _, status, resume_at, _ in waits

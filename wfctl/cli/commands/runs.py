@@ -272,19 +272,33 @@ def cancel_run(
     batch: Batch = 100,
     max_time: MaxTime = None,
     job_prefix: JobPrefix = "workflow_",
+    graceful: Annotated[
+        bool,
+        typer.Option(
+            "--graceful",
+            help="Ask the workflow to cancel itself: it sees CancelledError at its next await, "
+            "may run cleanup steps, and ends cancelled (a wfctl runtime run that a driver or "
+            "worker continues).",
+        ),
+    ] = False,
 ) -> None:
     """Cancel one run, or every live run a --where filter selects.
 
     One run: its row, waits, hooks, run_cancelled and an audit row (`wfctl repair log`) in
-    one transaction; exit 0 cancelled, 2 when the run had already ended. By filter: a dry
-    run showing the count and a sample unless --apply (with --reason, and --yes without a
-    terminal); each run is then locked, re-checked against the filter and cancelled in its
-    own transaction (run row, waits, hooks, run_cancelled, its unlocked queue jobs, an audit
-    row). An empty filter is refused. Exit 0 done, 1 stopped by --max-time or runs busy
-    (rerun), 64 usage.
+    one transaction; exit 0 cancelled, 2 when the run had already ended. With --graceful (one
+    run of the wfctl runtime) only a request is recorded (an attr_set event setting the
+    attribute wfctl.cancelRequested, and a wake-up): the workflow gets asyncio.CancelledError
+    at its next await, can run compensation steps, and the run ends cancelled when it lets
+    the error out; exit 0 requested (or already requested), 2 when the run had already ended.
+    By filter: a dry run showing the count and a sample unless --apply (with --reason, and
+    --yes without a terminal); each run is then locked, re-checked against the filter and
+    cancelled in its own transaction (run row, waits, hooks, run_cancelled, its unlocked
+    queue jobs, an audit row). An empty filter is refused. Exit 0 done, 1 stopped by
+    --max-time or runs busy (rerun), 64 usage.
 
     [bold]Examples[/bold]
       wfctl runs cancel wrun_01J... --reason "duplicate order"
+      wfctl runs cancel wrun_01J... --graceful --reason "customer cancelled"
       wfctl runs cancel --where workflow='*checkout*' --where older-than=2h
       wfctl runs cancel --where status=pending --where older-than=1d --apply \\
           --reason "INC-42 stuck imports" --yes
@@ -294,6 +308,8 @@ def cancel_run(
     if where:
         if run_id is not None:
             raise UsageError("give a RUN_ID or --where, not both")
+        if graceful:
+            raise UsageError("--graceful cancels one RUN_ID, not a --where selection")
         bulk_command(st, bulk.ACTIONS["cancel"], where, apply, dry_run, reason, yes, sample,
                      bulk.BulkOptions(batch, _budget(max_time), job_prefix))  # fmt: skip
         return
@@ -301,9 +317,15 @@ def cancel_run(
         raise UsageError("give a RUN_ID, or --where KEY=VALUE to select runs")
     with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         try:
-            before, audit_id = bulk.cancel_one(store, run_id, (reason or "").strip())
+            if graceful:
+                before = store.request_cancel(run_id, reason)
+            else:
+                before, audit_id = bulk.cancel_one(store, run_id, (reason or "").strip())
         except LookupError as exc:
             raise WfctlError(str(exc), hint="`wfctl runs list` shows the runs") from None
+    if graceful:
+        _report_request(st, run_id, before)
+        return
     cancelled = audit_id is not None
     if st.output.format is Format.JSON:
         st.output.json(
@@ -319,6 +341,22 @@ def cancel_run(
             f"{run_id}: cancelled" if cancelled else f"{run_id}: already {before}, not changed"
         )
     if not cancelled:
+        raise typer.Exit(int(ExitStatus.CRITICAL))
+
+
+def _report_request(st: State, run_id: str, before: str) -> None:
+    ended = before in ("completed", "failed", "cancelled")
+    if st.output.format is Format.JSON:
+        st.output.json(
+            {"run_id": run_id, "requested": not ended, "status_before": before, "graceful": True}
+        )
+    elif ended:
+        st.output.data(f"{run_id}: already {before}, not changed")
+    elif before == "requested":
+        st.output.data(f"{run_id}: cancellation already requested")
+    else:
+        st.output.data(f"{run_id}: cancellation requested (the workflow sees it at its next await)")
+    if ended:
         raise typer.Exit(int(ExitStatus.CRITICAL))
 
 
@@ -508,3 +546,7 @@ def fork_run(
 runs_app.command("redrive", help="Alias of `wfctl runs wake`: redrive dead-lettered runs.")(
     wake_runs
 )
+
+# `runs replay` lives in its own module (it loads workflow code); importing it registers it on
+# runs_app, so `wfctl runs` (loaded lazily by the root group) offers it too.
+from wfctl.cli.commands import replay as _replay  # noqa: E402, F401

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import psycopg
 import typer
 
+from wfctl.cli import logs
 from wfctl.cli.app import State, app, state
 from wfctl.cli.commands.run import import_module, runtime_store
 from wfctl.cli.output import Format
@@ -108,6 +109,11 @@ def worker_command(
     metrics_addr: Annotated[
         str, typer.Option("--metrics-addr", help="Address the metrics endpoint binds.")
     ] = "0.0.0.0",
+    log_format: Annotated[
+        str,
+        typer.Option("--log-format", envvar="WFCTL_LOG_FORMAT", help=logs.LOG_FORMAT_HELP),
+    ] = "text",
+    otel: Annotated[bool, typer.Option("--otel", help=logs.OTEL_HELP)] = False,
 ) -> None:
     """Run workflows from the queue, or (`status`) show workers and queues.
 
@@ -127,18 +133,22 @@ def worker_command(
       wfctl worker myapp.flows:wf -c 16 --queue payments --limit checkout=4
       wfctl --dsn postgresql://ops@db/app worker docs/examples/checkout.py
       wfctl worker myapp.flows --metrics-port 9464
+      wfctl worker myapp.flows -v --log-format json --otel
       wfctl worker status
       wfctl --format json worker status
 
-    With --metrics-port: steps (counter by outcome, duration histogram), replays, lease
-    expiries, and read at scrape time runs by status, queue depth by state and the oldest
-    ready run's age (docs/cli.md lists the metric names).
+    With --metrics-port: steps (counter by outcome, workflow and step; duration histogram by
+    workflow and step), replays, lease expiries, and read at scrape time runs by status,
+    queue depth by state and the oldest ready run's age (docs/cli.md lists the metric names).
+    --log-format json: one JSON object per log line (timestamp, level, message, worker_id,
+    run_id). --otel: OpenTelemetry spans per drive (with the workflow name) and per step.
     """
     st = state(ctx)
     if target == "status":
         show_status(st)
         return
     st.output.require(Format.TEXT, Format.PLAIN)
+    flush_spans = logs.setup(st, log_format, otel, queue=queue)
     registry = load_registry(target)
     if not registry.workflows:
         raise UsageError(f"{target} defines no workflows")
@@ -173,16 +183,21 @@ def worker_command(
         debug=st.output.debug,
         metrics=metrics,
     )
+    logs.add_fields(st.output.logger, worker_id=worker.worker_id)
     signals = {"count": 0}
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         signals["count"] += 1
         if signals["count"] > 1:
-            print("wfctl worker: second signal: exiting now", file=sys.stderr, flush=True)
+            line = logs.render(st.output.logger, "wfctl worker: second signal: exiting now")
+            print(line, file=sys.stderr, flush=True)
             os._exit(1)
         name = signal.Signals(signum).name
         print(
-            f"wfctl worker: {name}: finishing current steps, handing runs back",
+            logs.render(
+                st.output.logger,
+                f"wfctl worker: {name}: finishing current steps, handing runs back",
+            ),
             file=sys.stderr,
             flush=True,
         )
@@ -196,6 +211,7 @@ def worker_command(
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        flush_spans()
 
 
 def show_status(st: State) -> None:

@@ -1,0 +1,57 @@
+"""Workflows for the wfctl.testing tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from wfctl.runtime import FatalError, Workflows, create_hook, now, sleep
+
+wf = Workflows()
+CALLS: list[str] = []
+
+
+@dataclass
+class Invoice:
+    customer: str
+    cents: int
+
+
+@wf.step
+def charge(invoice: Invoice) -> str:
+    CALLS.append(f"charge {invoice.customer}")
+    return f"ch_{invoice.customer}_{invoice.cents}"
+
+
+@wf.step(max_retries=0)
+def explode() -> None:
+    raise FatalError("no")
+
+
+@wf.workflow
+async def monthly(invoice: Invoice) -> dict:
+    first = now()
+    await sleep("30d")
+    receipt = await charge(invoice)
+    return {"receipt": receipt, "days": (now() - first).days}
+
+
+@wf.workflow
+async def poll_until(days: int) -> int:
+    deadline = now() + timedelta(days=days)
+    loops = 0
+    while now() < deadline:
+        await sleep("1d")
+        loops += 1
+    return loops
+
+
+@wf.workflow
+async def approval(order: str) -> str:
+    decision = await create_hook(token=f"approve-{order}")
+    return f"{order}: {decision['answer']}"
+
+
+@wf.workflow
+async def failing() -> None:
+    await explode()

@@ -1,0 +1,113 @@
+"""`--log-format json`: the messages of the long-running commands (`wfctl worker`, `wfctl run`)
+as one JSON object per line on stderr, through the standard `logging` module (logger `wfctl`),
+for log shippers (Loki, CloudWatch, Datadog) that index fields instead of grepping text.
+
+Each record carries `timestamp` (ISO 8601, UTC), `level`, `logger`, `message`, the fields the
+command adds (a worker's `worker_id` and `queue`), and `run_id` when the message names a run.
+Built on python-json-logger. Text (the default) stays the plain lines it always was.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from typing import Any
+
+LOGGER = "wfctl"
+_RUN_ID = re.compile(r"\bwrun_[0-9A-Z]{26}\b")
+
+
+class _Fields(logging.Filter):
+    """Adds the command's fixed fields, and the run id a message names."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        super().__init__()
+        self.fields = fields
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for key, value in self.fields.items():
+            if not hasattr(record, key):
+                setattr(record, key, value)
+        if not hasattr(record, "run_id"):
+            found = _RUN_ID.search(record.getMessage())
+            if found:
+                record.run_id = found.group(0)
+        return True
+
+
+def json_logger(verbose: int, **fields: Any) -> logging.Logger:
+    """The `wfctl` logger writing JSON lines to stderr (DEBUG with -v, else INFO)."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    logger = logging.getLogger(LOGGER)
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        JsonFormatter(
+            "{levelname}{name}{message}",
+            style="{",
+            rename_fields={"levelname": "level", "name": "logger"},
+            timestamp=True,
+        )
+    )
+    handler.addFilter(_Fields(fields))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logger.propagate = False
+    return logger
+
+
+LOG_FORMAT_HELP = "text (plain lines) or json (one JSON object per line, through logging)."
+OTEL_HELP = (
+    "Export OpenTelemetry spans (a span per drive with the workflow name, one per step "
+    "attempt): OTEL_TRACES_EXPORTER otlp (default; OTEL_EXPORTER_OTLP_ENDPOINT) or console."
+)
+
+
+def setup(st: Any, log_format: str, otel: bool, **fields: Any) -> Any:
+    """Apply `--log-format` and `--otel` for a long-running command; returns the function
+    that flushes the spans at exit (a no-op without --otel)."""
+    from wfctl.errors import UsageError
+
+    if log_format not in ("text", "json"):
+        raise UsageError(f"--log-format: expected text or json, got {log_format!r}")
+    if log_format == "json":
+        st.output.logger = json_logger(st.output.verbose, **fields)
+    if not otel:
+        return lambda: None
+    from wfctl.runtime import tracing
+
+    try:
+        kind, shutdown = tracing.export()
+    except ImportError as exc:
+        raise UsageError(
+            f"--otel needs the OpenTelemetry SDK and exporter: {exc}",
+            hint="pip install 'wfctl[otel]'",
+        ) from None
+    except ValueError as exc:
+        raise UsageError(f"--otel: {exc}") from None
+    st.output.debug(f"wfctl: exporting spans ({kind})")
+    return shutdown
+
+
+def add_fields(logger: logging.Logger | None, **fields: Any) -> None:
+    """Add fixed fields to every later record of a JSON logger (a worker's id, once known)."""
+    if logger is None:
+        return
+    for handler in logger.handlers:
+        for filt in handler.filters:
+            if isinstance(filt, _Fields):
+                filt.fields.update(fields)
+
+
+def render(logger: logging.Logger | None, message: str) -> str:
+    """`message` as the logger would write it, for a signal handler, which prints instead of
+    logging (a handler's lock may be held by the thread the signal interrupted)."""
+    if logger is None or not logger.handlers:
+        return message
+    handler = logger.handlers[0]
+    record = logger.makeRecord(logger.name, logging.INFO, "", 0, message, (), None)
+    handler.filter(record)
+    return handler.format(record)
