@@ -253,7 +253,7 @@ def test_a_run_with_markers_forks_from_a_step(store, conn, run_cli, world) -> No
     # steps in creation order: 1 the marker, 2 validate, 3 reserve, 4 ship
     status, out, err = run_cli(
         "--dsn", world.dsn, "--format", "json", "runs", "fork", source, "--from-step", "4",
-        "--reason", "redo the shipment",
+        "--apply", "--reason", "redo the shipment",
     )  # fmt: skip
     assert status == 0, err
     fork = json.loads(out)["run_id"]
