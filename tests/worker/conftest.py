@@ -100,12 +100,12 @@ class WorkerProc:
         raise AssertionError(f"worker {self.pid} did not start:\n{self.log()}")
 
 
-@pytest.fixture
-def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
+def _worker_processes(tmp_path: Path, module: str) -> Iterator[Callable[..., WorkerProc]]:
+    """`make(dsn, *args)` starts a `wfctl worker` serving `module`; all killed at teardown."""
     made: list[WorkerProc] = []
 
     def make(dsn: str, *args: str) -> WorkerProc:
-        w = WorkerProc(dsn, tmp_path / f"worker-{len(made)}.log", ["tests.worker.flows", *args])
+        w = WorkerProc(dsn, tmp_path / f"worker-{len(made)}.log", [module, *args])
         made.append(w)
         return w.start()
 
@@ -115,6 +115,18 @@ def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
             assert w.proc is not None
             w.proc.kill()
             w.proc.wait(10)
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
+    """Workers serving tests.worker.flows."""
+    yield from _worker_processes(tmp_path, "tests.worker.flows")
+
+
+@pytest.fixture
+def cworkers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
+    """Workers serving tests.worker.clientflows (the client and stranded-run tests)."""
+    yield from _worker_processes(tmp_path, "tests.worker.clientflows")
 
 
 def start(conn: psycopg.Connection[Any], workflow: Any, *args: Any) -> str:

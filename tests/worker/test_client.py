@@ -6,14 +6,12 @@ handle from `start()` waits for a worker that drives the run instead of failing 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.worker import clientflows as cf
-from tests.worker.conftest import WorkerProc, effects, prepare, wait_until
+from tests.worker.conftest import effects, prepare, wait_until
 from wfctl.runtime import (
     AsyncClient,
     Client,
@@ -25,25 +23,6 @@ from wfctl.runtime import (
     WorkflowError,
 )
 from wfctl.runtime.errors import HookNotFoundError
-
-
-@pytest.fixture
-def cworkers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
-    made: list[WorkerProc] = []
-
-    def make(dsn: str, *args: str) -> WorkerProc:
-        w = WorkerProc(
-            dsn, tmp_path / f"worker-{len(made)}.log", ["tests.worker.clientflows", *args]
-        )
-        made.append(w)
-        return w.start()
-
-    yield make
-    for w in made:
-        if w.alive():
-            assert w.proc is not None
-            w.proc.kill()
-            w.proc.wait(10)
 
 
 def test_enqueue_hands_the_run_to_a_worker_and_result_waits(world: Any, cworkers: Any) -> None:

@@ -11,36 +11,14 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.worker import clientflows as cf
-from tests.worker.conftest import ROOT, WorkerProc, effects, prepare, statuses, wait_until
+from tests.worker.conftest import ROOT, effects, prepare, statuses, wait_until
 from tests.worker.flows import open_gate
 from wfctl.runtime import executor as ex
 from wfctl.runtime.store import Store
-
-
-@pytest.fixture
-def cworkers(tmp_path: Path) -> Iterator[Callable[..., WorkerProc]]:
-    made: list[WorkerProc] = []
-
-    def make(dsn: str, *args: str) -> WorkerProc:
-        w = WorkerProc(
-            dsn, tmp_path / f"worker-{len(made)}.log", ["tests.worker.clientflows", *args]
-        )
-        made.append(w)
-        return w.start()
-
-    yield make
-    for w in made:
-        if w.alive():
-            assert w.proc is not None
-            w.proc.kill()
-            w.proc.wait(10)
 
 
 def wf136(run_cli: Any, dsn: str) -> tuple[int, list[dict[str, Any]]]:

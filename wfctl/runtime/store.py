@@ -444,27 +444,11 @@ class Store:
         row (as the world does); `then(conn, run_id)` runs in that transaction after it (the
         package's wake-up job on a package-driven world). Returns (run_id, hook_id)."""
         with self._transaction() as conn:
-            hook = conn.execute(sql.load("runtime/hook_by_token"), {"token": token}).fetchone()
-            if hook is None:
-                raise LookupError(f"no active hook with token {token!r}")
-            hook_id, run_id = str(hook[0]), str(hook[1])
-            run = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
-            if run is None or str(run[1]) in TERMINAL:
-                raise GuardError(f"run {run_id} is {run[1] if run else 'missing'}")
-            self._refuse_unmarked_locked(conn, run_id, _spec(run[3]))
-            self.writer.append(
-                conn,
-                run_id,
-                "hook_received",
-                hook_id,
-                {"token": token, "payload": payload},
-                _spec(run[3]),
-            )
-            if self.queued:
-                conn.execute(sql.load("worker/wake"), {"run_id": run_id})
+            received = self._hook_received(conn, token, payload, once=False)
+            assert received is not None  # once=False raises instead
             if then is not None:
-                then(conn, run_id)
-        return run_id, hook_id
+                then(conn, received[0])
+        return received
 
     def deliver_hook_once(self, token: str, payload: bytes) -> str | None:
         """hook_received for the hook holding `token` unless it has received one already
@@ -472,30 +456,44 @@ class Store:
         One transaction, the parent's run row locked FOR UPDATE as `resume_hook` does.
         Returns the run id it was delivered to, or None (no such hook, run over, or done)."""
         with self._transaction() as conn:
-            hook = conn.execute(sql.load("runtime/hook_by_token"), {"token": token}).fetchone()
-            if hook is None:
+            received = self._hook_received(conn, token, payload, once=True)
+        return None if received is None else received[0]
+
+    def _hook_received(
+        self, conn: psycopg.Connection[Any], token: str, payload: bytes, *, once: bool
+    ) -> tuple[str, str] | None:
+        """Lock the run of the hook holding `token`, append its hook_received and wake its
+        queue row: (run_id, hook_id). With `once`, nothing to deliver (no such hook, run over,
+        a hook_received already there) is None; without, the first two raise."""
+        hook = conn.execute(sql.load("runtime/hook_by_token"), {"token": token}).fetchone()
+        if hook is None:
+            if once:
                 return None
-            hook_id, run_id = str(hook[0]), str(hook[1])
-            run = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
-            if run is None or str(run[1]) in TERMINAL:
+            raise LookupError(f"no active hook with token {token!r}")
+        hook_id, run_id = str(hook[0]), str(hook[1])
+        run = conn.execute(sql.load("runtime/lock_run"), {"run_id": run_id}).fetchone()
+        if run is None or str(run[1]) in TERMINAL:
+            if once:
                 return None
+            raise GuardError(f"run {run_id} is {run[1] if run else 'missing'}")
+        if once:
             done = conn.execute(
                 sql.load("runtime/hook_received_exists"), {"run_id": run_id, "hook_id": hook_id}
             ).fetchone()
             if done is not None and done[0]:
                 return None
-            self._refuse_unmarked_locked(conn, run_id, _spec(run[3]))
-            self.writer.append(
-                conn,
-                run_id,
-                "hook_received",
-                hook_id,
-                {"token": token, "payload": payload},
-                _spec(run[3]),
-            )
-            if self.queued:
-                conn.execute(sql.load("worker/wake"), {"run_id": run_id})
-        return run_id
+        self._refuse_unmarked_locked(conn, run_id, _spec(run[3]))
+        self.writer.append(
+            conn,
+            run_id,
+            "hook_received",
+            hook_id,
+            {"token": token, "payload": payload},
+            _spec(run[3]),
+        )
+        if self.queued:
+            conn.execute(sql.load("worker/wake"), {"run_id": run_id})
+        return run_id, hook_id
 
     def _delete_children(self, conn: psycopg.Connection[Any], run_id: str) -> None:
         conn.execute(sql.load("runtime/delete_run_waits"), {"run_id": run_id})
