@@ -38,6 +38,8 @@ def doctor_recipe(role: str) -> list[str]:
             f"CREATE POLICY wfctl_read ON graphile_worker.{t} FOR SELECT TO {role} USING (true)"
             for t in PRIVATE
         ),
+        f"GRANT USAGE ON SCHEMA wfctl TO {role}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA wfctl TO {role}",
     ]
 
 
@@ -51,7 +53,7 @@ def repair_recipe(role: str) -> list[str]:
         f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA graphile_worker TO {role}",
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA graphile_worker, wfctl TO {role}",
         f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA graphile_worker TO {role}",
-        f"GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA wfctl TO {role}",
+        f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA wfctl TO {role}",
         *(
             f"CREATE POLICY wfctl_repair ON graphile_worker.{t} FOR ALL TO {role}"
             " USING (true) WITH CHECK (true)"
