@@ -117,32 +117,36 @@ def node_available() -> bool:
     return shutil.which("node") is not None and shutil.which("npm") is not None
 
 
-def install_real_package() -> Path:
-    """npm-install @workflow/world-postgres 5.0.0-beta.29 (with the reference's overrides)."""
-    digest = hashlib.sha256(
-        b"".join((NODE_SRC / n).read_bytes() for n in ("package.json", "package-lock.json"))
-    ).hexdigest()
-    stamp = NODE_CACHE / ".installed"
+def _manifest_digest(src: Path) -> str:
+    """The content key of a pinned npm manifest (package.json + lock) in `src`."""
+    names = [n for n in ("package.json", "package-lock.json") if (src / n).is_file()]
+    return hashlib.sha256(b"".join((src / n).read_bytes() for n in names)).hexdigest()
+
+
+def _npm_install(src: Path, folder: Path) -> Path:
+    """npm-install the pinned manifest in `src` into `folder`, once per manifest content."""
+    digest = _manifest_digest(src)
+    stamp = folder / ".installed"
     if stamp.is_file() and stamp.read_text() == digest:
-        return NODE_CACHE
-    NODE_CACHE.mkdir(parents=True, exist_ok=True)
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
     for name in ("package.json", "package-lock.json"):
-        shutil.copy(NODE_SRC / name, NODE_CACHE / name)
+        if (src / name).is_file():
+            shutil.copy(src / name, folder / name)
     # `npm install` honours the lock; `npm ci` (npm 11) rejects a lock that lacks other
     # platforms' optional packages, which cbor-extract lists.
     subprocess.run(
         ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=NODE_CACHE,
+        cwd=folder,
         check=True,
         timeout=600,
     )
     stamp.write_text(digest)
-    return NODE_CACHE
+    return folder
 
 
-def real_bootstrap(dsn: str) -> None:
-    """Run the real package's own bootstrap CLI (drizzle 0000-0017 + graphile-worker)."""
-    folder = install_real_package()
+def _package_setup(folder: Path, dsn: str) -> None:
+    """Run the installed package's own setup bin against `dsn` (its migrations)."""
     env = {**os.environ, "WORKFLOW_POSTGRES_URL": psycopg_to_url(dsn)}
     env.pop("DATABASE_URL", None)
     subprocess.run(
@@ -153,6 +157,16 @@ def real_bootstrap(dsn: str) -> None:
         timeout=300,
         capture_output=True,
     )
+
+
+def install_real_package() -> Path:
+    """npm-install @workflow/world-postgres 5.0.0-beta.29 (with the reference's overrides)."""
+    return _npm_install(NODE_SRC, NODE_CACHE)
+
+
+def real_bootstrap(dsn: str) -> None:
+    """Run the real package's own bootstrap CLI (drizzle 0000-0017 + graphile-worker)."""
+    _package_setup(install_real_package(), dsn)
 
 
 # The 4.x release line: one pinned manifest per release (tests/node4x/<version>), installed
@@ -163,40 +177,14 @@ RELEASE_PACKAGES = {"4.1": "4.1.1", "4.3": "4.3.7"}
 def install_release_package(version: str) -> Path:
     """npm-install @workflow/world-postgres `version` (4.1.1 or 4.3.7), pinned, once."""
     src = ROOT / "tests" / "node4x" / version
-    names = [n for n in ("package.json", "package-lock.json") if (src / n).is_file()]
-    digest = hashlib.sha256(b"".join((src / n).read_bytes() for n in names)).hexdigest()
-    folder = ROOT / ".cache" / f"node-world-postgres-{version}-{digest[:12]}"
-    stamp = folder / ".installed"
-    if stamp.is_file() and stamp.read_text() == digest:
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        shutil.copy(src / name, folder / name)
-    subprocess.run(
-        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder,
-        check=True,
-        timeout=600,
-        capture_output=True,
-    )
-    stamp.write_text(digest)
-    return folder
+    folder = ROOT / ".cache" / f"node-world-postgres-{version}-{_manifest_digest(src)[:12]}"
+    return _npm_install(src, folder)
 
 
 def release_setup(dsn: str, version: str) -> None:
     """The release's own setup: 4.3.x ships `bootstrap` (drizzle + graphile migrate), 4.1.x
     only `workflow-postgres-setup` (drizzle; graphile appears at the first world.start())."""
-    folder = install_release_package(version)
-    env = {**os.environ, "WORKFLOW_POSTGRES_URL": psycopg_to_url(dsn)}
-    env.pop("DATABASE_URL", None)
-    subprocess.run(
-        ["node", "node_modules/@workflow/world-postgres/bin/setup.js"],
-        cwd=folder,
-        env=env,
-        check=True,
-        timeout=300,
-        capture_output=True,
-    )
+    _package_setup(install_release_package(version), dsn)
 
 
 def psycopg_to_url(dsn: str) -> str:
