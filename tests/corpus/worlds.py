@@ -32,7 +32,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -516,22 +516,41 @@ def wait_idle(server: Server, dbname: str, timeout: float = 30.0) -> None:
 def build_corpus(
     server: Server, real_template: str, folder: Path, log_dir: Path
 ) -> dict[str, World]:
+    """The beta.29 corpus (build_worlds with this module's background and world steps)."""
+    return build_worlds(
+        server, real_template, folder, log_dir,
+        release="beta29", tag="", background=build_background, world_steps=WORLD_STEPS,
+    )  # fmt: skip
+
+
+def build_worlds(
+    server: Server,
+    template: str,
+    folder: Path,
+    log_dir: Path,
+    *,
+    release: str,
+    tag: str,
+    background: Callable[[Builder], None],
+    world_steps: Mapping[str, Sequence[Callable[[Builder], None]]],
+) -> dict[str, World]:
     """Build the background once, clone it per world, add each world's own steps, and end
     each world as a template database restored from a pg_dump of what the runtime left
-    (`World.template`; `World.source` keeps the database as the runtime left it)."""
+    (`World.template`; `World.source` keeps the database as the runtime left it). Worlds are
+    keyed `<release>/<name>`; their databases are named `corpus<tag>_...`."""
     t0 = time.monotonic()
-    background = _create_db(server, real_template, prefix="corpus_bg")
-    builder = Builder(background.dsn, folder, log_dir)
+    bg = _create_db(server, template, prefix=f"corpus{tag}_bg")
+    builder = Builder(bg.dsn, folder, log_dir)
     try:
-        build_background(builder)
+        background(builder)
     finally:
         builder.close()
-    wait_idle(server, background.name)
-    log.info("background built in %.1fs", time.monotonic() - t0)
+    wait_idle(server, bg.name)
+    log.info("%s background built in %.1fs", release, time.monotonic() - t0)
     worlds: dict[str, World] = {}
-    for name, steps in WORLD_STEPS.items():
+    for name, steps in world_steps.items():
         t0 = time.monotonic()
-        db = _create_db(server, background.name, prefix=f"corpus_{name}")
+        db = _create_db(server, bg.name, prefix=f"corpus{tag}_{name}")
         world = Builder(db.dsn, folder, log_dir)
         world.runs = dict(builder.runs)
         try:
@@ -541,9 +560,10 @@ def build_corpus(
             world.close()
         wait_idle(server, db.name)
         t1 = time.monotonic()
-        restored = _create_db(server, "template0", prefix=f"corpus_{name}_restored")
+        restored = _create_db(server, "template0", prefix=f"corpus{tag}_{name}_restored")
         round_trip(db.dsn, restored.dsn)
-        log.info("%s: built in %.1fs, dump/restore %.1fs", name, t1 - t0, time.monotonic() - t1)
-        key = f"beta29/{name}"
+        log.info("%s %s: built in %.1fs, dump/restore %.1fs", release, name, t1 - t0,
+                 time.monotonic() - t1)  # fmt: skip
+        key = f"{release}/{name}"
         worlds[key] = World(key, restored.name, world.runs, dead_workers(restored.dsn), db.name)
     return worlds

@@ -23,13 +23,12 @@ Per release, two worlds built once per session:
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests import realworld as rw
-from tests.conftest import Server, _create_db
+from tests.conftest import Server
 from tests.corpus.snapshot import JOB_RUN_ID
 from tests.corpus.worlds import (
     SETTLE,
@@ -39,13 +38,10 @@ from tests.corpus.worlds import (
     World,
     _sleepers,
     _starter,
-    dead_workers,
-    log,
+    build_worlds,
     pair_value,
     quiesce,
-    wait_idle,
 )
-from tests.dumprestore import round_trip
 from tests.faults import drop_faults, slow_insert, terminate
 from tests.judge import KITS, build_runtime, wait_until
 
@@ -230,37 +226,11 @@ def add_crashes(b: Builder, release: str) -> None:
 
 
 def build_corpus(server: Server, release: str, template: str, log_dir: Path) -> dict[str, World]:
-    """The release's background once, cloned per world, each world's own steps, each world
-    ended as a template restored from a pg_dump of what the runtime left."""
+    """The release's corpus: its background, a healthy and a faulted world (worlds.build_worlds)."""
     folder, _ = build_runtime(KITS[release])
-    tag = release.replace(".", "")
-    t0 = time.monotonic()
-    background = _create_db(server, template, prefix=f"corpus{tag}_bg")
-    builder = Builder(background.dsn, folder, log_dir)
-    try:
-        build_background(builder)
-    finally:
-        builder.close()
-    wait_idle(server, background.name)
-    log.info("%s background built in %.1fs", release, time.monotonic() - t0)
-    worlds: dict[str, World] = {}
     steps = {"healthy": (add_pending,), "faulted": (lambda w: add_crashes(w, release), add_pending)}
-    for name, world_steps in steps.items():
-        t0 = time.monotonic()
-        db = _create_db(server, background.name, prefix=f"corpus{tag}_{name}")
-        world = Builder(db.dsn, folder, log_dir)
-        world.runs = dict(builder.runs)
-        try:
-            for step in world_steps:
-                step(world)
-        finally:
-            world.close()
-        wait_idle(server, db.name)
-        t1 = time.monotonic()
-        restored = _create_db(server, "template0", prefix=f"corpus{tag}_{name}_restored")
-        round_trip(db.dsn, restored.dsn)
-        log.info("%s %s: built in %.1fs, dump/restore %.1fs", release, name, t1 - t0,
-                 time.monotonic() - t1)  # fmt: skip
-        key = f"{release}/{name}"
-        worlds[key] = World(key, restored.name, world.runs, dead_workers(restored.dsn), db.name)
-    return worlds
+    return build_worlds(
+        server, template, folder, log_dir,
+        release=release, tag=release.replace(".", ""), background=build_background,
+        world_steps=steps,
+    )  # fmt: skip
