@@ -1,12 +1,10 @@
 """WF135: a queue job held by a silent worker (who holds the lock, since when, alive?)."""
 
-from dataclasses import dataclass
 from typing import Any
 
 from wfctl.doctor.base import Check, Explanation, Finding, Needs, Severity
 
 
-@dataclass(frozen=True)
 class LockCheck(Check):
     """A lock on a job of a run that has ended is info: nothing is stuck behind it."""
 

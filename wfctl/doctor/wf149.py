@@ -6,7 +6,6 @@ payloads in log order; the fold and the comparison are Python, because the paylo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from wfctl.doctor.base import Check, Explanation, Finding, Severity
@@ -47,7 +46,6 @@ def differences(row: dict[str, Any], log: dict[str, Any]) -> list[str]:
     return out
 
 
-@dataclass(frozen=True)
 class AttributesCheck(Check):
     """Decodes and folds the candidates' payloads; a run whose row equals the fold holds."""
 

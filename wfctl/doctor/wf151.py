@@ -9,7 +9,6 @@ so a world moved with pg_dump/restore, whose index predicate prints differently,
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -19,7 +18,6 @@ from wfctl.world import catalog
 from wfctl.world.releases import Release, later_objects
 
 
-@dataclass(frozen=True)
 class CatalogDriftCheck(Check):
     """Adds the column-by-column catalog comparison, which is Python (catalog.compare)."""
 

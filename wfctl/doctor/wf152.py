@@ -5,14 +5,12 @@ The SQL settles the byte-equal pairs; Python decodes the rest and compares milli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from wfctl.doctor.base import Check, Explanation, Finding, Severity
 from wfctl.doctor.resume_at import iso, millis, resume_at
 
 
-@dataclass(frozen=True)
 class ResumeAtLogCheck(Check):
     """Decodes both payloads; a pair naming the same instant (or no resumeAt) holds."""
 

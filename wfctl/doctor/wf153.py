@@ -6,14 +6,12 @@ compares whole milliseconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from wfctl.doctor.base import Check, Explanation, Finding, Severity
 from wfctl.doctor.resume_at import iso, millis, resume_at
 
 
-@dataclass(frozen=True)
 class ResumeAtRowCheck(Check):
     """Decodes the event; a row naming the event's instant holds."""
 

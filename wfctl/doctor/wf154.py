@@ -6,7 +6,6 @@ decodes the first one (CBOR) and reports the run when it carries an output.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import cbor2
@@ -23,7 +22,6 @@ def completed_output(payloads: list[bytes | None]) -> Any:
     return None if value is cbor2.undefined else value
 
 
-@dataclass(frozen=True)
 class OutputCheck(Check):
     """Decodes the run_completed payload; a run whose event carries no output holds."""
 
