@@ -11,15 +11,23 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
+import psycopg
 import pytest
 
 from tests import realworld as rw
+from tests.checks.test_wf101 import orphan_step
+from tests.checks.test_wf135 import lock
 from tests.conftest import ROOT, Db
+from tests.corpus.snapshot import digests
+from tests.repair.conftest import FORCE
 
 RUNS = 60
 SLOW = 0.15  # seconds per repaired run's audit insert (4 sessions: ~2.3 s for all)
@@ -89,3 +97,197 @@ def test_a_signal_stops_the_repair_and_prints_what_was_written(
     assert applied == audited(real_world) == healed(real_world)
     assert 0 < len(applied) < RUNS, len(applied)  # it stopped; the rest were never started
     assert {i["run_id"] for i in report["items"]} <= set(run_ids)
+
+
+# A signal before any run is repaired: during detection (doctor's read-only pass), during the
+# release of stale queue locks, during a dry run, at the confirmation prompt. Each still ends
+# with the report (or one line) saying what was written, and exit 130.
+
+
+def wfctl(db: Db, *args: str, **popen: Any) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("DATABASE_URL")}
+    defaults: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    return subprocess.Popen(
+        [sys.executable, "-m", "wfctl", "--dsn", db.dsn, *args],
+        text=True, cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        **{**defaults, **popen},
+    )  # fmt: skip
+
+
+def until(done: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
+    """Poll `done` (not a guessed delay) while wfctl runs; liveness bound only."""
+    deadline = time.monotonic() + BOUND
+    while not done():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "wfctl never got there"
+        time.sleep(0.05)
+
+
+def waits_on_a_lock(db: Db) -> bool:
+    """A wfctl session waits for a heavyweight lock (the table another session holds)."""
+    return bool(
+        db.scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name LIKE 'wfctl/%%' AND wait_event_type = 'Lock'"
+        )
+    )
+
+
+STEPS_LOCKED = "LOCK TABLE workflow.workflow_steps IN ACCESS EXCLUSIVE MODE"
+
+
+def held_in_transaction(db: Db, statement: str) -> psycopg.Connection[Any]:
+    """A session holding `statement`'s lock until it is closed (the caller closes it)."""
+    conn = psycopg.connect(db.dsn)  # not autocommit: the lock lasts the transaction
+    conn.execute(statement)
+    return conn
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_detection_prints_a_report_and_writes_nothing(
+    world, real_world, signum: int
+) -> None:
+    run_id, _ = orphan_step(world, real_world)  # something the apply would repair
+    before = digests(real_world.dsn)
+    holder = held_in_transaction(real_world, STEPS_LOCKED)  # doctor's WF101 query waits
+    try:
+        proc = wfctl(real_world, "--lock-timeout", "0", "--format", "json", "repair",
+                     "--apply", "--yes", "--reason", "t", *FORCE)  # fmt: skip
+        until(lambda: waits_on_a_lock(real_world), proc)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        holder.close()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    report = json.loads(out)
+    assert report["interrupted"] is True and report["interrupted_during"] == "detection"
+    assert report["applied"] is True and report["items"] == [] and report["exit_code"] == 130
+    assert err.strip().splitlines()[-1] == "wfctl: interrupted during detection: nothing written"
+    assert digests(real_world.dsn) == before  # no audit row, no event, nothing
+    assert run_id not in healed(real_world)
+
+
+def test_a_signal_during_detection_in_text_says_so(world, real_world) -> None:
+    orphan_step(world, real_world)
+    holder = held_in_transaction(real_world, STEPS_LOCKED)
+    try:
+        proc = wfctl(real_world, "--lock-timeout", "0", "repair", "--apply", "--yes",
+                     "--reason", "t", *FORCE)  # fmt: skip
+        until(lambda: waits_on_a_lock(real_world), proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        holder.close()
+    assert proc.returncode == 130, (out, err)
+    assert "nothing to repair" not in out  # not a verdict: detection never finished
+    assert "interrupted during detection" in out and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == "wfctl: interrupted during detection: nothing written"
+
+
+LOCKS = 6
+SLOW_RELEASE = 0.3  # seconds per release's audit insert: the signal lands mid-way
+
+
+def dead_workers_locks(world: rw.RealWorld, db: Db) -> set[str]:
+    """LOCKS healthy runs whose queue job a dead worker locked 40 minutes ago; job ids."""
+    runs = [world.new_run() for _ in range(LOCKS)]
+    world.ok([rw.queue(rw.WORKFLOW, {"runId": run_id}) for run_id in runs])
+    jobs = {str(lock(db, run_id, "worker-dead", 40)) for run_id in runs}
+    with db.connect() as conn:
+        conn.execute(
+            "CREATE FUNCTION wfctl.slow_audit() RETURNS trigger LANGUAGE plpgsql AS"
+            f" $$ BEGIN PERFORM pg_sleep({SLOW_RELEASE}); RETURN NEW; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER slow_audit BEFORE INSERT ON wfctl.repair_log"
+            " FOR EACH ROW EXECUTE FUNCTION wfctl.slow_audit()"
+        )
+    return jobs
+
+
+def released_and_audited(db: Db) -> tuple[set[str], set[str]]:
+    with db.connect() as conn:
+        free = conn.execute(
+            "SELECT id::text FROM graphile_worker._private_jobs WHERE locked_by IS NULL"
+        ).fetchall()
+        audit = conn.execute(
+            "SELECT entity_id FROM wfctl.repair_log WHERE code = 'WF135'"
+        ).fetchall()
+    return {r[0] for r in free}, {r[0] for r in audit}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_release_of_stale_locks_reports_the_released_ones(
+    world, real_world, signum: int
+) -> None:
+    jobs = dead_workers_locks(world, real_world)
+    proc = wfctl(real_world, "--format", "json", "repair", "--apply", "--yes", "--reason", "t",
+                 *FORCE, "--unlock-older-than", "30m")  # fmt: skip
+    until(lambda: bool(released_and_audited(real_world)[1]), proc)  # the first one committed
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=BOUND)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    report = json.loads(out)
+    assert report["interrupted"] is True and report["interrupted_during"] == "unlock"
+    applied = [i for i in report["items"] if i["outcome"] == "applied"]
+    assert {i["code"] for i in applied} == {"WF135"}  # no run repaired
+    reported = {i["entity_id"] for i in applied}
+    free, audit = released_and_audited(real_world)
+    # the report lists exactly the locks the database shows released and audited
+    assert reported == free & jobs == audit, (reported, free, audit)
+    assert 0 < len(reported) < LOCKS, reported  # it stopped between two releases
+    assert {i["audit_id"] is not None for i in applied} == {True}
+    assert err.strip().splitlines()[-1] == (
+        f"wfctl: interrupted during the release of stale locks: {len(reported)} lock(s) "
+        "released, listed above; no run repaired"
+    )
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_dry_run_interrupted_writes_nothing(world, real_world, fmt: str) -> None:
+    orphan_step(world, real_world)
+    before = digests(real_world.dsn)
+    holder = held_in_transaction(real_world, STEPS_LOCKED)
+    try:
+        proc = wfctl(real_world, "--lock-timeout", "0", "--format", fmt, "repair", *FORCE)
+        until(lambda: waits_on_a_lock(real_world), proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        holder.close()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert err.strip().splitlines()[-1] == "wfctl: interrupted: dry run, nothing written"
+    if fmt == "json":
+        report = json.loads(out)
+        assert report["applied"] is False and report["interrupted"] is True
+        assert report["interrupted_during"] == "detection" and report["items"] == []
+    assert digests(real_world.dsn) == before
+
+
+def test_ctrl_c_at_the_prompt_writes_nothing(world, real_world) -> None:
+    run_id, _ = orphan_step(world, real_world)
+    before = digests(real_world.dsn)
+    primary, secondary = pty.openpty()
+    try:
+        proc = wfctl(real_world, "repair", "--apply", "--reason", "t", *FORCE, stdin=secondary)
+        assert proc.stderr is not None
+        seen = ""
+        while "[y/N]" not in seen:  # the question (no newline after it): read what comes
+            chunk = os.read(proc.stderr.fileno(), 4096).decode()
+            assert chunk, seen
+            seen += chunk
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert proc.returncode == 130, (out, seen + err)
+    assert f"WF101 run {run_id}" in seen  # the plan was shown
+    assert "Traceback" not in err and "Aborted" not in err
+    assert err.strip().splitlines()[-1] == (
+        "wfctl: interrupted at the confirmation prompt: nothing written"
+    )
+    assert digests(real_world.dsn) == before
