@@ -63,10 +63,33 @@ def converge(
     one_round: Callable[..., list[Any]],
     stop: threading.Event | None = None,
 ) -> RepairReport:
-    """Apply in rounds until doctor finds nothing new to attempt (see the module docstring)."""
-    from wfctl.repair.runner import RepairReport, diagnose
+    """Apply in rounds until doctor finds nothing new to attempt (see the module docstring).
+
+    A signal during a detection (the first, or one after a round) ends the apply there: the
+    report lists what earlier rounds wrote, `interrupted_during` is "detection", and no
+    verdict is given; one during a round is handled by the round (`one_round`)."""
+    from wfctl.repair.runner import RepairReport, interrupted
 
     report = RepairReport(applied=True)
+    try:
+        return _rounds(conn, world, options, report, reason, connect, unlock, one_round, stop)
+    except KeyboardInterrupt:  # psycopg cancelled doctor's query; its read-only transaction
+        return interrupted(report, "detection")  # rolled back: nothing of this pass written
+
+
+def _rounds(
+    conn: psycopg.Connection[Any],
+    world: World,
+    options: RepairOptions,
+    report: RepairReport,
+    reason: str,
+    connect: Callable[[], psycopg.Connection[Any]] | None,
+    unlock: wf135.Unlock | None,
+    one_round: Callable[..., list[Any]],
+    stop: threading.Event | None,
+) -> RepairReport:
+    from wfctl.repair.runner import diagnose
+
     stop = stop or threading.Event()
     attempted: set[tuple[str, str | None, str | None]] = set()
     detected = diagnose(conn, world, options)

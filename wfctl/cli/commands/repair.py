@@ -17,7 +17,7 @@ from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import missing_runs
 from wfctl.durations import parse_duration
-from wfctl.errors import ExitStatus, RefusedError, UsageError
+from wfctl.errors import ExitStatus, Interrupted, RefusedError, UsageError
 from wfctl.repair import runner, wf135
 from wfctl.world import model
 
@@ -170,14 +170,12 @@ def repair(
                     hint="run as the queue's owner or a role with a policy (docs/cli.md, 'Roles');"
                     " nothing was written",
                 )
+            created = False
             if apply:
                 world.require_primary("apply repairs")
                 if not yes:
                     _confirm_plan(st.output, conn, world, options, unlock)
-                from wfctl.world import bootstrap  # alembic: only an apply pays for it
-
-                if bootstrap.ensure_audit_schema(conn):
-                    st.output.message("created schema `wfctl` for the repair audit log")
+                created = _audit_schema(st.output, conn)
             report = runner.repair(
                 conn,
                 world,
@@ -191,14 +189,66 @@ def repair(
             raise query_error(exc, st.target, "repairing") from None
     _print(st.output, fmt, report)
     if report.interrupted:
-        written = sum(1 for i in report.items if i.outcome == "applied")
-        st.output.message(
-            f"wfctl: interrupted: stopped starting runs; {written} finding(s) repaired before the"
-            " signal are listed above (each run's transaction committed whole or rolled back);"
-            " `wfctl doctor` shows what remains"
-        )
-        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+        raise Interrupted(_interrupted_line(report, created))
     raise typer.Exit(int(report.exit_status))
+
+
+# Where the signal landed (runner.INTERRUPTED_DURING), in an operator's words.
+DURING = {
+    "detection": "detection",
+    "plan": "the plan",
+    "unlock": "the release of stale locks",
+    "repair": "the repair of runs",
+}
+
+
+def _interrupted_line(report: runner.RepairReport, created: bool) -> str:
+    """The last stderr line after a signal: what was written, plainly (the report lists it)."""
+    if not report.applied:
+        return "wfctl: interrupted: dry run, nothing written"
+    during = report.interrupted_during or "repair"
+    applied = [i for i in report.items if i.outcome == "applied"]
+    locks = sum(1 for i in applied if i.finding.code == wf135.CODE)
+    repaired = len(applied) - locks
+    schema = "; schema `wfctl` (the audit log) was created first" if created else ""
+    if during == "repair":
+        return (
+            f"wfctl: interrupted during {DURING[during]}: stopped starting runs; {repaired}"
+            " finding(s) repaired before the signal are listed above (each run's transaction"
+            f" committed whole or rolled back){schema}; `wfctl doctor` shows what remains"
+        )
+    if not applied:
+        return f"wfctl: interrupted during {DURING[during]}: nothing written{schema}"
+    parts = [f"{locks} lock(s) released"] if locks else []
+    parts += [f"{repaired} finding(s) repaired"] if repaired else []
+    earlier = " by earlier rounds" if during == "detection" else ""
+    rest = "; no run repaired" if not repaired else ""
+    return (
+        f"wfctl: interrupted during {DURING[during]}: {' and '.join(parts)}{earlier}, listed"
+        f" above{rest}{schema}"
+    )
+
+
+def _audit_schema(output: Output, conn: psycopg.Connection[Any]) -> bool:
+    """Create the audit log if missing (bootstrap.ensure_audit_schema); whether it did. A signal
+    meanwhile ends the command: its one transaction committed or rolled back, said which."""
+    from wfctl.world import bootstrap  # alembic: only an apply pays for it
+
+    try:
+        created = bootstrap.ensure_audit_schema(conn)
+    except KeyboardInterrupt:
+        try:
+            row = conn.execute(sql.load("bootstrap/audit_log_exists")).fetchone()
+            there = "is there" if row and row[0] else "was not created"
+        except psycopg.Error:
+            there = "may or may not have been created (`wfctl repair log` tells)"
+        raise Interrupted(
+            f"wfctl: interrupted while creating schema `wfctl` for the repair audit log: it {there};"
+            " nothing repaired"
+        ) from None
+    if created:
+        output.message("created schema `wfctl` for the repair audit log")
+    return created
 
 
 def _confirm_plan(
@@ -209,10 +259,13 @@ def _confirm_plan(
     unlock: wf135.Unlock | None,
 ) -> None:
     """Show the plan (the dry run, on stderr) and ask; "no" is an answer, not an interruption:
-    exit 0, nothing written."""
+    exit 0, nothing written. Ctrl-C (or SIGTERM) while planning or at the question: exit 130,
+    nothing written."""
     if not sys.stdin.isatty():
         raise UsageError("--apply without a terminal needs --yes")
     plan = runner.repair(conn, world, options, apply=False, unlock=unlock)
+    if plan.interrupted:
+        raise Interrupted("wfctl: interrupted while planning, before the question: nothing written")
     output.err.print(_text(plan), markup=False, highlight=False)
     planned = sum(1 for i in plan.items if i.outcome == "planned")
     refused = sum(1 for i in plan.items if i.outcome == "refused")
@@ -221,7 +274,12 @@ def _confirm_plan(
         + (f" ({refused} refused as shown)" if refused else "")
         + "? The apply re-checks each under lock"
     )
-    if not typer.confirm(question, err=True):
+    try:
+        answer = typer.confirm(question, err=True)
+    except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C (and end of input) into Abort
+        output.err.print("")  # end the question's line
+        raise Interrupted("wfctl: interrupted at the confirmation prompt: nothing written") from None
+    if not answer:
         output.message("wfctl repair: not applied: nothing written")
         raise typer.Exit(int(ExitStatus.OK))
 
@@ -261,10 +319,16 @@ def _text(report: runner.RepairReport) -> str:
         lines += [f"    - {a}" for a in item.actions]
         if item.event_ids:
             lines.append(f"    wrote: {', '.join(item.event_ids)} (audit #{item.audit_id})")
+    during = DURING.get(report.interrupted_during or "repair", "")
     if not report.items:
-        lines.append("nothing to repair")
+        lines.append(f"nothing yet: interrupted during {during}" if report.interrupted else
+                     "nothing to repair")  # fmt: skip
+    elif report.interrupted and not report.applied:
+        lines.append(f"interrupted during {during}: the plan above is incomplete")
     if report.applied and report.interrupted:
-        lines.append(f"before: {_counts(report.before)}   after: not measured (interrupted)")
+        lines.append(
+            f"before: {_counts(report.before)}   after: not measured (interrupted during {during})"
+        )
     elif report.applied:
         rounds = f" ({report.rounds} rounds)" if report.rounds > 1 else ""
         lines.append(
