@@ -15,6 +15,7 @@ import pty
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -123,12 +124,14 @@ def until(done: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
         time.sleep(0.05)
 
 
-def waits_on_a_lock(db: Db) -> bool:
-    """A wfctl session waits for a heavyweight lock (the table another session holds)."""
+def waits_on_a_lock(db: Db, kind: str = "relation", who: str = "wfctl/%") -> bool:
+    """A session of `who` waits for a heavyweight lock of `kind` (a table another session
+    holds: "relation"; an advisory lock: "advisory")."""
     return bool(
         db.scalar(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND application_name LIKE 'wfctl/%%' AND wait_event_type = 'Lock'"
+            " AND application_name LIKE %s AND wait_event_type = 'Lock' AND wait_event = %s",
+            (who, kind),
         )
     )
 
@@ -138,9 +141,12 @@ STEPS_LOCKED = "LOCK TABLE workflow.workflow_steps IN ACCESS EXCLUSIVE MODE"
 
 def held_in_transaction(db: Db, statement: str) -> psycopg.Connection[Any]:
     """A session holding `statement`'s lock until it is closed (the caller closes it)."""
-    conn = psycopg.connect(db.dsn)  # not autocommit: the lock lasts the transaction
+    conn = psycopg.connect(db.dsn, application_name=HOLDER)  # the lock lasts the transaction
     conn.execute(statement)
     return conn
+
+
+HOLDER = "test-holder"
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -289,5 +295,81 @@ def test_ctrl_c_at_the_prompt_writes_nothing(world, real_world) -> None:
     assert "Traceback" not in err and "Aborted" not in err
     assert err.strip().splitlines()[-1] == (
         "wfctl: interrupted at the confirmation prompt: nothing written"
+    )
+    assert digests(real_world.dsn) == before
+
+
+def test_a_signal_during_the_detection_after_a_round_lists_what_the_round_wrote(
+    world, real_world
+) -> None:
+    """The apply's second detection (after a round that wrote) is interrupted: the report
+    lists the round's repair, and says nothing else was written. Made deterministic with
+    locks: the round's audit insert waits on an advisory lock the test holds; meanwhile the
+    test queues LOCK TABLE workflow_events behind the round's transaction, then lets it
+    commit: the lock is granted at that commit, before the next detection reads the table."""
+    run_id, _ = orphan_step(world, real_world)
+    with real_world.connect() as conn:
+        conn.execute(
+            "CREATE FUNCTION wfctl.gated_audit() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NEW; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER gated_audit BEFORE INSERT ON wfctl.repair_log"
+            " FOR EACH ROW EXECUTE FUNCTION wfctl.gated_audit()"
+        )
+    gate = held_in_transaction(real_world, "SELECT pg_advisory_xact_lock(4242)")
+    events_lock = psycopg.connect(real_world.dsn, application_name=HOLDER)
+    queued = threading.Thread(
+        target=events_lock.execute,
+        args=("LOCK TABLE workflow.workflow_events IN ACCESS EXCLUSIVE MODE",),
+    )
+    try:
+        proc = wfctl(real_world, "--lock-timeout", "0", "--format", "json", "repair",
+                     "--apply", "--yes", "--reason", "t", *FORCE, "--only", "WF101")  # fmt: skip
+        until(lambda: waits_on_a_lock(real_world, "advisory"), proc)  # the round's audit row
+        queued.start()
+        until(lambda: waits_on_a_lock(real_world, "relation", HOLDER), proc)
+        gate.close()  # the round commits; the table lock is granted
+        until(lambda: waits_on_a_lock(real_world), proc)  # the next detection waits
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        gate.close()
+        queued.join(BOUND)
+        events_lock.close()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    report = json.loads(out)
+    assert report["interrupted"] is True and report["interrupted_during"] == "detection"
+    assert [(i["code"], i["run_id"], i["outcome"]) for i in report["items"]] == [
+        ("WF101", run_id, "applied")
+    ]
+    assert report["rounds"] == 1 and report["after"] == {}
+    assert audited(real_world) == healed(real_world) == {run_id}
+    assert err.strip().splitlines()[-1] == (
+        "wfctl: interrupted during detection: 1 finding(s) repaired before the signal, listed"
+        " above; nothing else written"
+    )
+
+
+def test_a_signal_while_creating_the_audit_schema_writes_nothing(real_world) -> None:
+    """A world wfctl never saw: the apply first creates schema `wfctl` (its audit log), in
+    one transaction under wfctl's schema lock, before any detection. A signal while it waits
+    for that lock (another wfctl holds it): nothing written, and said so."""
+    before = digests(real_world.dsn)
+    assert "wfctl" not in before["<schemas>"].split(",")
+    holder = held_in_transaction(real_world, "SELECT pg_advisory_xact_lock(2003199860, 1935894637)")
+    try:
+        proc = wfctl(real_world, "--lock-timeout", "0", "--format", "json", "repair",
+                     "--apply", "--yes", "--reason", "t", *FORCE)  # fmt: skip
+        until(lambda: waits_on_a_lock(real_world, "advisory"), proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        holder.close()
+    assert proc.returncode == 130, (out, err)
+    assert out == "" and "Traceback" not in err and "internal error" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        "wfctl: interrupted while creating schema `wfctl` for the repair audit log: nothing written"
     )
     assert digests(real_world.dsn) == before

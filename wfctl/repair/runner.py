@@ -357,7 +357,7 @@ def _stop_on_signal(stop: threading.Event) -> Iterator[None]:
             raise KeyboardInterrupt
         stop.set()
         sys.stderr.write(
-            "wfctl: stopping after the transaction in flight (again to roll it back now)\n"
+            "wfctl: stopping once the transaction in flight ends (signal again to roll it back)\n"
         )
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}

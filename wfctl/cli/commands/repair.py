@@ -221,10 +221,12 @@ def _interrupted_line(report: runner.RepairReport, created: bool) -> str:
         return f"wfctl: interrupted during {DURING[during]}: nothing written{schema}"
     parts = [f"{locks} lock(s) released"] if locks else []
     parts += [f"{repaired} finding(s) repaired"] if repaired else []
-    earlier = " by earlier rounds" if during == "detection" else ""
-    rest = "; no run repaired" if not repaired else ""
+    # detection after a round that wrote: what that round wrote, and nothing since
+    before = " before the signal" if during == "detection" else ""
+    rest = "; nothing else written" if during == "detection" else ""
+    rest += "; no run repaired" if not repaired else ""
     return (
-        f"wfctl: interrupted during {DURING[during]}: {' and '.join(parts)}{earlier}, listed"
+        f"wfctl: interrupted during {DURING[during]}: {' and '.join(parts)}{before}, listed"
         f" above{rest}{schema}"
     )
 
@@ -237,14 +239,17 @@ def _audit_schema(output: Output, conn: psycopg.Connection[Any]) -> bool:
     try:
         created = bootstrap.ensure_audit_schema(conn)
     except KeyboardInterrupt:
-        try:
+        try:  # its one transaction committed or rolled back: ask which
             row = conn.execute(sql.load("bootstrap/audit_log_exists")).fetchone()
-            there = "is there" if row and row[0] else "was not created"
+            there = (
+                "it is there (committed before the signal); nothing repaired"
+                if row and row[0]
+                else "nothing written"
+            )
         except psycopg.Error:
-            there = "may or may not have been created (`wfctl repair log` tells)"
+            there = "it may or may not be there (`wfctl repair log` tells); nothing repaired"
         raise Interrupted(
-            f"wfctl: interrupted while creating schema `wfctl` for the repair audit log: it {there};"
-            " nothing repaired"
+            f"wfctl: interrupted while creating schema `wfctl` for the repair audit log: {there}"
         ) from None
     if created:
         output.message("created schema `wfctl` for the repair audit log")
@@ -310,7 +315,9 @@ def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
 
 def _text(report: runner.RepairReport) -> str:
     verb = "applied" if report.applied else "plan (dry run: nothing written)"
-    lines = [f"wfctl repair: {verb}"]
+    during = DURING.get(report.interrupted_during or "repair", "")
+    stopped = f" (interrupted during {during})" if report.interrupted else ""
+    lines = [f"wfctl repair: {verb}{stopped}"]
     for item in report.items:
         f = item.finding
         lines.append(f"{f.code} run {f.run_id or '-'} {f.entity_id or ''}: {item.outcome}")
@@ -319,16 +326,16 @@ def _text(report: runner.RepairReport) -> str:
         lines += [f"    - {a}" for a in item.actions]
         if item.event_ids:
             lines.append(f"    wrote: {', '.join(item.event_ids)} (audit #{item.audit_id})")
-    during = DURING.get(report.interrupted_during or "repair", "")
     if not report.items:
-        lines.append(f"nothing yet: interrupted during {during}" if report.interrupted else
-                     "nothing to repair")  # fmt: skip
-    elif report.interrupted and not report.applied:
-        lines.append(f"interrupted during {during}: the plan above is incomplete")
-    if report.applied and report.interrupted:
         lines.append(
-            f"before: {_counts(report.before)}   after: not measured (interrupted during {during})"
+            "nothing to repair"
+            if not report.interrupted
+            else "nothing written" if report.applied else "nothing planned yet"
         )
+    elif report.interrupted and not report.applied:
+        lines.append("the plan above is incomplete (interrupted)")
+    if report.applied and report.interrupted:
+        lines.append(f"before: {_counts(report.before)}   after: not measured (interrupted)")
     elif report.applied:
         rounds = f" ({report.rounds} rounds)" if report.rounds > 1 else ""
         lines.append(
