@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import select
 import signal
 import subprocess
 import sys
@@ -192,24 +193,30 @@ def test_a_signal_during_detection_in_text_says_so(world, real_world) -> None:
 
 
 LOCKS = 6
-SLOW_RELEASE = 0.3  # seconds per release's audit insert: the signal lands mid-way
+GATE = 4242  # advisory lock key the test holds to stop an audit insert where it wants
+
+
+def gate_audit(db: Db, after: int) -> None:
+    """From the `after`-th audit row on (committed rows only: each insert sees those), the
+    audit insert waits for the advisory lock GATE: a transaction of wfctl's stops in flight,
+    deterministically, where the test holds the gate."""
+    with db.connect() as conn:
+        conn.execute(
+            "CREATE FUNCTION wfctl.gated_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+            f" IF (SELECT count(*) FROM wfctl.repair_log) >= {after} THEN"
+            f" PERFORM pg_advisory_xact_lock({GATE}); END IF; RETURN NEW; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER gated_audit BEFORE INSERT ON wfctl.repair_log"
+            " FOR EACH ROW EXECUTE FUNCTION wfctl.gated_audit()"
+        )
 
 
 def dead_workers_locks(world: rw.RealWorld, db: Db) -> set[str]:
     """LOCKS healthy runs whose queue job a dead worker locked 40 minutes ago; job ids."""
     runs = [world.new_run() for _ in range(LOCKS)]
     world.ok([rw.queue(rw.WORKFLOW, {"runId": run_id}) for run_id in runs])
-    jobs = {str(lock(db, run_id, "worker-dead", 40)) for run_id in runs}
-    with db.connect() as conn:
-        conn.execute(
-            "CREATE FUNCTION wfctl.slow_audit() RETURNS trigger LANGUAGE plpgsql AS"
-            f" $$ BEGIN PERFORM pg_sleep({SLOW_RELEASE}); RETURN NEW; END $$"
-        )
-        conn.execute(
-            "CREATE TRIGGER slow_audit BEFORE INSERT ON wfctl.repair_log"
-            " FOR EACH ROW EXECUTE FUNCTION wfctl.slow_audit()"
-        )
-    return jobs
+    return {str(lock(db, run_id, "worker-dead", 40)) for run_id in runs}
 
 
 def released_and_audited(db: Db) -> tuple[set[str], set[str]]:
@@ -223,16 +230,47 @@ def released_and_audited(db: Db) -> tuple[set[str], set[str]]:
     return {r[0] for r in free}, {r[0] for r in audit}
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def read_until(proc: subprocess.Popen[str], text: str) -> str:
+    """wfctl's stderr up to `text` (liveness bound only)."""
+    assert proc.stderr is not None
+    seen, deadline = "", time.monotonic() + BOUND
+    while text not in seen:
+        ready, _, _ = select.select([proc.stderr], [], [], 1.0)
+        assert time.monotonic() < deadline, seen
+        if ready:
+            chunk = os.read(proc.stderr.fileno(), 4096).decode()
+            assert chunk, seen
+            seen += chunk
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("signum", "twice"), [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)]
+)
 def test_a_signal_during_the_release_of_stale_locks_reports_the_released_ones(
-    world, real_world, signum: int
+    world, real_world, signum: int, twice: bool
 ) -> None:
+    """The first lock released (committed), the second in flight (its audit insert waits on
+    the gate), then the signal: the second release commits and nothing starts after it; a
+    second signal instead rolls the second release back at once. Either way the report lists
+    exactly what the database shows released and audited, and no run is repaired."""
     jobs = dead_workers_locks(world, real_world)
-    proc = wfctl(real_world, "--format", "json", "repair", "--apply", "--yes", "--reason", "t",
-                 *FORCE, "--unlock-older-than", "30m")  # fmt: skip
-    until(lambda: bool(released_and_audited(real_world)[1]), proc)  # the first one committed
-    proc.send_signal(signum)
-    out, err = proc.communicate(timeout=BOUND)
+    gate_audit(real_world, after=1)
+    gate = held_in_transaction(real_world, f"SELECT pg_advisory_xact_lock({GATE})")
+    try:
+        proc = wfctl(real_world, "--lock-timeout", "0", "--format", "json", "repair", "--apply",
+                     "--yes", "--reason", "t", *FORCE, "--unlock-older-than", "30m")  # fmt: skip
+        until(lambda: waits_on_a_lock(real_world, "advisory"), proc)  # the second release
+        proc.send_signal(signum)
+        seen = read_until(proc, "stopping once the transaction in flight ends")
+        if twice:
+            proc.send_signal(signum)
+        else:
+            gate.close()
+        out, err = proc.communicate(timeout=BOUND)
+        err = seen + err
+    finally:
+        gate.close()
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err and "internal error" not in err, err
     report = json.loads(out)
@@ -243,8 +281,8 @@ def test_a_signal_during_the_release_of_stale_locks_reports_the_released_ones(
     free, audit = released_and_audited(real_world)
     # the report lists exactly the locks the database shows released and audited
     assert reported == free & jobs == audit, (reported, free, audit)
-    assert 0 < len(reported) < LOCKS, reported  # it stopped between two releases
-    assert {i["audit_id"] is not None for i in applied} == {True}
+    assert len(reported) == (1 if twice else 2), reported  # none started after the signal
+    assert len(report["items"]) == len(applied) and None not in {i["audit_id"] for i in applied}
     assert err.strip().splitlines()[-1] == (
         f"wfctl: interrupted during the release of stale locks: {len(reported)} lock(s) "
         "released, listed above; no run repaired"
@@ -308,16 +346,8 @@ def test_a_signal_during_the_detection_after_a_round_lists_what_the_round_wrote(
     test queues LOCK TABLE workflow_events behind the round's transaction, then lets it
     commit: the lock is granted at that commit, before the next detection reads the table."""
     run_id, _ = orphan_step(world, real_world)
-    with real_world.connect() as conn:
-        conn.execute(
-            "CREATE FUNCTION wfctl.gated_audit() RETURNS trigger LANGUAGE plpgsql AS"
-            " $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NEW; END $$"
-        )
-        conn.execute(
-            "CREATE TRIGGER gated_audit BEFORE INSERT ON wfctl.repair_log"
-            " FOR EACH ROW EXECUTE FUNCTION wfctl.gated_audit()"
-        )
-    gate = held_in_transaction(real_world, "SELECT pg_advisory_xact_lock(4242)")
+    gate_audit(real_world, after=0)
+    gate = held_in_transaction(real_world, f"SELECT pg_advisory_xact_lock({GATE})")
     events_lock = psycopg.connect(real_world.dsn, application_name=HOLDER)
     queued = threading.Thread(
         target=events_lock.execute,
