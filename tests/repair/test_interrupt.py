@@ -308,6 +308,7 @@ def test_a_dry_run_interrupted_writes_nothing(world, real_world, fmt: str) -> No
         report = json.loads(out)
         assert report["applied"] is False and report["interrupted"] is True
         assert report["interrupted_during"] == "detection" and report["items"] == []
+        assert report["exit_code"] == 130
     assert digests(real_world.dsn) == before
 
 

@@ -116,7 +116,7 @@ class RepairReport:
     def exit_status(self) -> ExitStatus:
         """What `doctor` in the same scope would exit right after (0 none, 1 warnings only,
         2 critical, 3 a check could not run), and at least 2 when any finding was refused
-        (dry run: when the plan refuses any)."""
+        (dry run: when the plan refuses any); 130 after a signal."""
         return verdict.exit_status(self)
 
     def as_dict(self) -> dict[str, Any]:

@@ -35,15 +35,16 @@ MAX_ROUNDS = 4
 
 def exit_status(report: RepairReport) -> ExitStatus:
     """Doctor's exit status after the apply (in the same scope), at least CRITICAL when a
-    finding was refused; a dry run: CRITICAL when the plan refuses any finding, else OK."""
+    finding was refused; a dry run: CRITICAL when the plan refuses any finding, else OK;
+    INTERRUPTED (130) after a signal, apply or dry run."""
+    if report.interrupted:
+        return ExitStatus.INTERRUPTED  # what the process exits: no verdict after a signal
     refused = any(i.outcome == "refused" for i in report.items)
     if not report.applied:
         return ExitStatus.CRITICAL if refused else ExitStatus.OK
     status = ExitStatus(report.after_exit if report.after_exit is not None else 0)
     if refused and status in (ExitStatus.OK, ExitStatus.WARNING):
         return ExitStatus.CRITICAL
-    if report.after_exit is None and report.interrupted:
-        return ExitStatus.INTERRUPTED
     return status
 
 

@@ -283,7 +283,9 @@ def _confirm_plan(
         answer = typer.confirm(question, err=True)
     except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C (and end of input) into Abort
         output.err.print("")  # end the question's line
-        raise Interrupted("wfctl: interrupted at the confirmation prompt: nothing written") from None
+        raise Interrupted(
+            "wfctl: interrupted at the confirmation prompt: nothing written"
+        ) from None
     if not answer:
         output.message("wfctl repair: not applied: nothing written")
         raise typer.Exit(int(ExitStatus.OK))
@@ -327,11 +329,8 @@ def _text(report: runner.RepairReport) -> str:
         if item.event_ids:
             lines.append(f"    wrote: {', '.join(item.event_ids)} (audit #{item.audit_id})")
     if not report.items:
-        lines.append(
-            "nothing to repair"
-            if not report.interrupted
-            else "nothing written" if report.applied else "nothing planned yet"
-        )
+        empty = "nothing written" if report.applied else "nothing planned yet"
+        lines.append(empty if report.interrupted else "nothing to repair")
     elif report.interrupted and not report.applied:
         lines.append("the plan above is incomplete (interrupted)")
     if report.applied and report.interrupted:
