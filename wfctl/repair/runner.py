@@ -312,7 +312,7 @@ def _round(
     lock = threading.Lock()
     locked_jobs = LockedJobs(unreadable=world.queue_unreadable)
     stop = stop or threading.Event()
-    during = "unlock"
+    during = "unlock" if unlock is not None and alone else "repair"
     try:
         with _stop_on_signal(stop):
             # Each lock released alone commits on its own: listed as it commits, in front of

@@ -187,6 +187,8 @@ def repair(
             )
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "repairing") from None
+        except KeyboardInterrupt:  # before any write (looking at the world, a dry run's step)
+            raise Interrupted("wfctl: interrupted: nothing written") from None
     _print(st.output, fmt, report)
     if report.interrupted:
         raise Interrupted(_interrupted_line(report, created))
