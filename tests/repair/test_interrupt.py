@@ -175,6 +175,34 @@ def test_a_signal_during_detection_prints_a_report_and_writes_nothing(
     assert run_id not in healed(real_world)
 
 
+def test_a_signal_during_detection_on_a_world_wfctl_never_saw(real_world) -> None:
+    """On a world without schema `wfctl` the apply creates its audit log first (one committed
+    transaction, before detection): the line says so, and nothing else was written."""
+    before = digests(real_world.dsn)
+    holder = held_in_transaction(real_world, STEPS_LOCKED)
+    try:
+        proc = wfctl(real_world, "--lock-timeout", "0", "--format", "json", "repair",
+                     "--apply", "--yes", "--reason", "t", *FORCE)  # fmt: skip
+        until(lambda: waits_on_a_lock(real_world), proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        holder.close()
+    assert proc.returncode == 130, (out, err)
+    report = json.loads(out)
+    assert report["interrupted_during"] == "detection" and report["items"] == []
+    assert "created schema `wfctl` for the repair audit log" in err
+    assert err.strip().splitlines()[-1] == (
+        "wfctl: interrupted during detection: nothing written but the empty audit log"
+        " (schema `wfctl`), created first"
+    )
+    after = digests(real_world.dsn)
+    assert after["wfctl.repair_log"] == "0:"  # empty
+    assert {k: v for k, v in after.items() if not k.startswith(("wfctl.", "<"))} == {
+        k: v for k, v in before.items() if not k.startswith("<")
+    }
+
+
 def test_a_signal_during_detection_in_text_says_so(world, real_world) -> None:
     orphan_step(world, real_world)
     holder = held_in_transaction(real_world, STEPS_LOCKED)

@@ -212,15 +212,20 @@ def _interrupted_line(report: runner.RepairReport, created: bool) -> str:
     applied = [i for i in report.items if i.outcome == "applied"]
     locks = sum(1 for i in applied if i.finding.code == wf135.CODE)
     repaired = len(applied) - locks
-    schema = "; schema `wfctl` (the audit log) was created first" if created else ""
+    schema = "; the audit log (schema `wfctl`) was created first" if created else ""
     if during == "repair":
         return (
             f"wfctl: interrupted during {DURING[during]}: stopped starting runs; {repaired}"
             " finding(s) repaired before the signal are listed above (each run's transaction"
             f" committed whole or rolled back){schema}; `wfctl doctor` shows what remains"
         )
+    if not applied and created:
+        return (
+            f"wfctl: interrupted during {DURING[during]}: nothing written but the empty audit"
+            " log (schema `wfctl`), created first"
+        )
     if not applied:
-        return f"wfctl: interrupted during {DURING[during]}: nothing written{schema}"
+        return f"wfctl: interrupted during {DURING[during]}: nothing written"
     parts = [f"{locks} lock(s) released"] if locks else []
     parts += [f"{repaired} finding(s) repaired"] if repaired else []
     # detection after a round that wrote: what that round wrote, and nothing since
