@@ -432,3 +432,72 @@ def test_a_signal_while_creating_the_audit_schema_writes_nothing(real_world) -> 
         "wfctl: interrupted while creating schema `wfctl` for the repair audit log: nothing written"
     )
     assert digests(real_world.dsn) == before
+
+
+def blocked_in_the_plan(
+    db: Db, proc_args: tuple[str, ...], **popen: Any
+) -> tuple[subprocess.Popen[str], psycopg.Connection[Any]]:
+    """wfctl started with `proc_args`, left waiting in the plan (after detection): detection
+    is held on workflow_hooks while it holds workflow_steps, a LOCK TABLE on workflow_steps is
+    queued behind it, then hooks are let go; the lock is granted when detection's transaction
+    ends, so the plan's read of the step row waits. The caller closes the returned session
+    (it holds the lock on workflow_steps)."""
+    hooks = held_in_transaction(db, "LOCK TABLE workflow.workflow_hooks IN ACCESS EXCLUSIVE MODE")
+    steps = psycopg.connect(db.dsn, application_name=HOLDER)
+    queued = threading.Thread(target=steps.execute, args=(STEPS_LOCKED,))
+    proc = wfctl(db, "--lock-timeout", "0", *proc_args, **popen)
+    try:
+        until(lambda: waits_on_a_lock(db), proc)  # detection, on workflow_hooks
+        queued.start()
+        until(lambda: waits_on_a_lock(db, "relation", HOLDER), proc)
+        hooks.close()
+        queued.join(BOUND)  # granted: detection is over
+        until(lambda: waits_on_a_lock(db), proc)  # the plan, on workflow_steps
+    except BaseException:
+        proc.kill()
+        raise
+    finally:
+        hooks.close()
+    return proc, steps
+
+
+def test_a_dry_run_interrupted_while_planning_prints_the_plan_so_far(world, real_world) -> None:
+    orphan_step(world, real_world)
+    before = digests(real_world.dsn)
+    proc, steps = blocked_in_the_plan(real_world, ("--format", "json", "repair", *FORCE))
+    try:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        steps.close()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    report = json.loads(out)
+    assert report["interrupted"] is True and report["interrupted_during"] == "plan"
+    assert report["applied"] is False and report["items"] == []  # its only run was in planning
+    assert err.strip().splitlines()[-1] == "wfctl: interrupted: dry run, nothing written"
+    assert digests(real_world.dsn) == before
+
+
+def test_ctrl_c_while_the_prompt_s_plan_is_computed_writes_nothing(world, real_world) -> None:
+    orphan_step(world, real_world)
+    before = digests(real_world.dsn)
+    primary, secondary = pty.openpty()
+    try:
+        proc, steps = blocked_in_the_plan(
+            real_world, ("repair", "--apply", "--reason", "t", *FORCE), stdin=secondary
+        )
+        try:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=BOUND)
+        finally:
+            steps.close()
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert proc.returncode == 130, (out, err)
+    assert out == "" and "Traceback" not in err and "[y/N]" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        "wfctl: interrupted while planning, before the question: nothing written"
+    )
+    assert digests(real_world.dsn) == before
