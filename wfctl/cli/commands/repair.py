@@ -209,33 +209,28 @@ def _interrupted_line(report: runner.RepairReport, created: bool) -> str:
     if not report.applied:
         return "wfctl: interrupted: dry run, nothing written"
     during = report.interrupted_during or "repair"
+    head = f"wfctl: interrupted during {DURING[during]}: "
     applied = [i for i in report.items if i.outcome == "applied"]
     locks = sum(1 for i in applied if i.finding.code == wf135.CODE)
     repaired = len(applied) - locks
+    written = " and ".join(
+        ([f"{locks} lock(s) released"] if locks else [])
+        + ([f"{repaired} finding(s) repaired"] if repaired or during == "repair" else [])
+    )
     schema = "; the audit log (schema `wfctl`) was created first" if created else ""
     if during == "repair":
         return (
-            f"wfctl: interrupted during {DURING[during]}: stopped starting runs; {repaired}"
-            " finding(s) repaired before the signal are listed above (each run's transaction"
-            f" committed whole or rolled back){schema}; `wfctl doctor` shows what remains"
-        )
-    if not applied and created:
-        return (
-            f"wfctl: interrupted during {DURING[during]}: nothing written but the empty audit"
-            " log (schema `wfctl`), created first"
+            f"{head}stopped starting runs; {written} before the signal, listed above (each run's"
+            f" transaction committed whole or rolled back){schema}; `wfctl doctor` shows what"
+            " remains"
         )
     if not applied:
-        return f"wfctl: interrupted during {DURING[during]}: nothing written"
-    parts = [f"{locks} lock(s) released"] if locks else []
-    parts += [f"{repaired} finding(s) repaired"] if repaired else []
-    # detection after a round that wrote: what that round wrote, and nothing since
-    before = " before the signal" if during == "detection" else ""
-    rest = "; nothing else written" if during == "detection" else ""
-    rest += "; no run repaired" if not repaired else ""
-    return (
-        f"wfctl: interrupted during {DURING[during]}: {' and '.join(parts)}{before}, listed"
-        f" above{rest}{schema}"
-    )
+        if created:
+            return f"{head}nothing written but the empty audit log (schema `wfctl`), created first"
+        return f"{head}nothing written"
+    if during == "detection":  # after a round that wrote: that round's items, nothing since
+        return f"{head}{written} before the signal, listed above; nothing else written{schema}"
+    return f"{head}{written}, listed above{'; no run repaired' if not repaired else ''}{schema}"
 
 
 def _audit_schema(output: Output, conn: psycopg.Connection[Any]) -> bool:
