@@ -100,7 +100,8 @@ def test_a_signal_stops_the_repair_and_prints_what_was_written(
     assert 0 < len(applied) < RUNS, len(applied)  # it stopped; the rest were never started
     assert {i["run_id"] for i in report["items"]} <= set(run_ids)
     assert report["interrupted_during"] == "repair" and report["exit_code"] == 130
-    assert err.strip().splitlines()[-1].startswith(
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(
         "wfctl: interrupted during the repair of runs: stopped starting runs;"
         f" {len(applied)} finding(s) repaired before the signal, listed above"
     )
