@@ -113,7 +113,8 @@ def repair(
     (graphile frees it only after 4 h) is released first with --unlock-older-than AGE: the
     dry run lists the locks older than AGE, the apply releases exactly those, re-checked and
     audited (WF135). A dry run (the default) writes nothing. Exit 0 when every targeted
-    finding is gone, 2 when any was refused or remains.
+    finding is gone, 2 when any was refused or remains, 130 on Ctrl-C or SIGTERM (the report
+    and the last line say what was written before it).
 
     --allow-rewrite lets WF121/WF122/WF123 renumber a slot run's event ids (damage no
     append can heal): ids only, in replay order, under the run's row, event and job locks;
