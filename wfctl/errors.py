@@ -59,3 +59,14 @@ class RefusedError(WfctlError):
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint, status=ExitStatus.CRITICAL)
+
+
+class Interrupted(WfctlError):
+    """Ctrl-C or SIGTERM ended the command: exit 130, and the one line says what was written
+    (the command's own words, not an error's)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line, status=ExitStatus.INTERRUPTED)
+
+    def one_line(self) -> str:
+        return " ".join(self.message.split())

@@ -18,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import signal
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -102,6 +104,8 @@ class RepairReport:
     rounds: int = 0  # detect-and-repair rounds of the apply (see verdict.converge)
     unfinished: str = ""  # what the apply could not finish within its rounds, in words
     interrupted: bool = False  # stopped by SIGINT/SIGTERM: runs not started were left alone
+    # Where the signal landed (INTERRUPTED_DURING); None when not interrupted.
+    interrupted_during: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -112,7 +116,7 @@ class RepairReport:
     def exit_status(self) -> ExitStatus:
         """What `doctor` in the same scope would exit right after (0 none, 1 warnings only,
         2 critical, 3 a check could not run), and at least 2 when any finding was refused
-        (dry run: when the plan refuses any)."""
+        (dry run: when the plan refuses any); 130 after a signal."""
         return verdict.exit_status(self)
 
     def as_dict(self) -> dict[str, Any]:
@@ -121,6 +125,7 @@ class RepairReport:
             "ok": self.ok,
             "exit_code": int(self.exit_status),
             "interrupted": self.interrupted,
+            "interrupted_during": self.interrupted_during,
             "rounds": self.rounds,
             "unfinished": self.unfinished,
             "items": [i.as_dict() for i in self.items],
@@ -129,6 +134,19 @@ class RepairReport:
             "transactions": len(self.lock_hold_ms),
             "lock_hold_ms": _quantiles(self.lock_hold_ms),
         }
+
+
+# Where a signal can land, in order: doctor's read-only pass (first, or after a round that
+# wrote something), the dry run's read-only plan of each run, the release of stale queue locks
+# (each its own committed transaction), the runs' repair transactions.
+INTERRUPTED_DURING = ("detection", "plan", "unlock", "repair")
+
+
+def interrupted(report: RepairReport, during: str) -> RepairReport:
+    """Mark `report` stopped by a signal `during` a phase (INTERRUPTED_DURING); its items are
+    what was committed (or planned) before the signal."""
+    report.interrupted, report.interrupted_during = True, during
+    return report
 
 
 def _quantiles(values: list[float]) -> dict[str, float]:
@@ -197,8 +215,11 @@ def repair(
     """
     if not apply:
         report = RepairReport(applied=False)
-        _round(conn, world, options, report, diagnose(conn, world, options), apply=False,
-               unlock=unlock)  # fmt: skip
+        try:
+            detected = diagnose(conn, world, options)
+        except KeyboardInterrupt:  # psycopg cancelled the query; the read-only transaction
+            return interrupted(report, "detection")  # rolled back: nothing to undo
+        _round(conn, world, options, report, detected, apply=False, unlock=unlock)
         return report
     return verdict.converge(
         conn, world, options, reason=reason, connect=connect, unlock=unlock, one_round=_round
@@ -221,8 +242,17 @@ def _round(
 ) -> list[Item]:
     """One detect-and-repair pass over `detected`: the stale locks `unlock` selects, then each
     run's findings not in `attempted` (the keys are added). Items are appended to `report`
-    (and returned); a dry run plans instead of writing."""
-    locks = wf135.stale(conn, options.task, unlock, options.run_ids) if unlock else []
+    (and returned); a dry run plans instead of writing.
+
+    A signal (KeyboardInterrupt) ends the round with `report` marked interrupted and where:
+    while reading (detection, plan) at once; while writing (unlock, repair) the transaction in
+    flight commits or rolls back whole first (`_stop_on_signal`), so the items are exactly
+    what was committed."""
+    try:
+        locks = wf135.stale(conn, options.task, unlock, options.run_ids) if unlock else []
+    except KeyboardInterrupt:
+        interrupted(report, "detection")
+        return []
     handled = {str(held["id"]) for held in locks}
     seen = attempted if attempted is not None else set()
     findings = [  # a young lock is a live delivery's: not even worth a "skipped" line
@@ -251,10 +281,13 @@ def _round(
         report.items[start:start] = [_item(wf135.planned(held)) for held in locks]
         releasing = {str(held["id"]) for held in locks}
         locked_jobs = LockedJobs(unreadable=world.queue_unreadable)
-        for run_id, todo in batches:
-            report.items += _plan_run(
-                conn, world, writer, options, run_id, todo, locked_jobs, releasing
-            )
+        try:
+            for run_id, todo in batches:
+                report.items += _plan_run(
+                    conn, world, writer, options, run_id, todo, locked_jobs, releasing
+                )
+        except KeyboardInterrupt:  # the plan so far; each run's read-only transaction is gone
+            interrupted(report, "plan")
         return report.items[start:]
 
     # A stale lock of a run with something to heal is released in that run's transaction;
@@ -265,9 +298,6 @@ def _round(
         if held["run_id"] in healing:
             with_run.setdefault(held["run_id"], []).append(held)
     alone = [held for held in locks if held["run_id"] not in healing]
-    if unlock is not None:
-        released = [_item(r) for r in wf135.release(conn, alone, unlock, reason)]
-        report.items[start:start] = released
 
     def one(session: psycopg.Connection[Any], run_id: str, todo: list[Finding]) -> None:
         started = time.perf_counter()
@@ -282,21 +312,61 @@ def _round(
     lock = threading.Lock()
     locked_jobs = LockedJobs(unreadable=world.queue_unreadable)
     stop = stop or threading.Event()
+    during = "unlock" if unlock is not None and alone else "repair"
     try:
-        if connect is None or options.workers <= 1 or len(batches) < 2:
-            for run_id, todo in batches:
+        with _stop_on_signal(stop):
+            # Each lock released alone commits on its own: listed as it commits, in front of
+            # this round's other items; no release starts after the signal.
+            releases = wf135.release(conn, alone, unlock, reason) if unlock else iter(())
+            for n, release in enumerate(releases):
+                report.items.insert(start + n, _item(release))
                 if stop.is_set():
                     break
-                one(conn, run_id, todo)
-        else:
-            _in_parallel(batches, one, connect, min(options.workers, len(batches)), stop)
+            if not stop.is_set():
+                during = "repair"
+                if connect is None or options.workers <= 1 or len(batches) < 2:
+                    for run_id, todo in batches:
+                        if stop.is_set():
+                            break
+                        one(conn, run_id, todo)
+                else:
+                    _in_parallel(batches, one, connect, min(options.workers, len(batches)), stop)
     except KeyboardInterrupt:
-        # SIGINT/SIGTERM (cli.main turns SIGTERM into this): the run in flight on this thread
-        # was rolled back by its transaction; stop starting runs and report what was written.
+        # A second signal (or SIGTERM/SIGINT outside the main thread's handler): the
+        # transaction in flight on this thread was rolled back; report what was written.
         stop.set()
     if stop.is_set():
-        report.interrupted = True
+        interrupted(report, during)
     return report.items[start:]
+
+
+@contextlib.contextmanager
+def _stop_on_signal(stop: threading.Event) -> Iterator[None]:
+    """While an apply writes: the first SIGINT/SIGTERM sets `stop` instead of raising, so the
+    transaction in flight (a lock release, a run's repair: milliseconds, bounded by
+    lock_timeout) commits or rolls back whole and its items are reported as they are (a
+    KeyboardInterrupt during a COMMIT would lose whether it committed); nothing starts after.
+    A second signal raises KeyboardInterrupt at once: the transaction in flight rolls back.
+    Outside the main thread (an embedding application) signals are left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(_signum: int, _frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        sys.stderr.write(
+            "wfctl: stopping once the transaction in flight ends (signal again to roll it back)\n"
+        )
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            if old is not None:
+                signal.signal(sig, old)
 
 
 def _item(release: wf135.Release) -> Item:

@@ -35,15 +35,16 @@ MAX_ROUNDS = 4
 
 def exit_status(report: RepairReport) -> ExitStatus:
     """Doctor's exit status after the apply (in the same scope), at least CRITICAL when a
-    finding was refused; a dry run: CRITICAL when the plan refuses any finding, else OK."""
+    finding was refused; a dry run: CRITICAL when the plan refuses any finding, else OK;
+    INTERRUPTED (130) after a signal, apply or dry run."""
+    if report.interrupted:
+        return ExitStatus.INTERRUPTED  # what the process exits: no verdict after a signal
     refused = any(i.outcome == "refused" for i in report.items)
     if not report.applied:
         return ExitStatus.CRITICAL if refused else ExitStatus.OK
     status = ExitStatus(report.after_exit if report.after_exit is not None else 0)
     if refused and status in (ExitStatus.OK, ExitStatus.WARNING):
         return ExitStatus.CRITICAL
-    if report.after_exit is None and report.interrupted:
-        return ExitStatus.INTERRUPTED
     return status
 
 
@@ -63,10 +64,33 @@ def converge(
     one_round: Callable[..., list[Any]],
     stop: threading.Event | None = None,
 ) -> RepairReport:
-    """Apply in rounds until doctor finds nothing new to attempt (see the module docstring)."""
-    from wfctl.repair.runner import RepairReport, diagnose
+    """Apply in rounds until doctor finds nothing new to attempt (see the module docstring).
+
+    A signal during a detection (the first, or one after a round) ends the apply there: the
+    report lists what earlier rounds wrote, `interrupted_during` is "detection", and no
+    verdict is given; one during a round is handled by the round (`one_round`)."""
+    from wfctl.repair.runner import RepairReport, interrupted
 
     report = RepairReport(applied=True)
+    try:
+        return _rounds(conn, world, options, report, reason, connect, unlock, one_round, stop)
+    except KeyboardInterrupt:  # psycopg cancelled doctor's query; its read-only transaction
+        return interrupted(report, "detection")  # rolled back: nothing of this pass written
+
+
+def _rounds(
+    conn: psycopg.Connection[Any],
+    world: World,
+    options: RepairOptions,
+    report: RepairReport,
+    reason: str,
+    connect: Callable[[], psycopg.Connection[Any]] | None,
+    unlock: wf135.Unlock | None,
+    one_round: Callable[..., list[Any]],
+    stop: threading.Event | None,
+) -> RepairReport:
+    from wfctl.repair.runner import diagnose
+
     stop = stop or threading.Event()
     attempted: set[tuple[str, str | None, str | None]] = set()
     detected = diagnose(conn, world, options)

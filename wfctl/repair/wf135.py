@@ -14,6 +14,7 @@ A lock younger than the age, held by a worker not named, is never touched.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -74,14 +75,14 @@ def release(
     locks: list[dict[str, Any]],
     unlock: Unlock,
     reason: str,
-) -> list[Release]:
+) -> Iterator[Release]:
     """Release each lock in its own short transaction (the locks of runs with nothing else to
-    repair; the others go in their run's repair transaction, see runner._apply_run)."""
-    out = []
+    repair; the others go in their run's repair transaction, see runner._apply_run), each
+    yielded once committed: a caller stopped by a signal still knows every release made."""
     for lock in locks:
         with conn.transaction():
-            out.append(release_one(conn, lock, unlock, reason))
-    return out
+            done = release_one(conn, lock, unlock, reason)
+        yield done
 
 
 def release_one(

@@ -17,7 +17,7 @@ from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import missing_runs
 from wfctl.durations import parse_duration
-from wfctl.errors import ExitStatus, RefusedError, UsageError
+from wfctl.errors import ExitStatus, Interrupted, RefusedError, UsageError
 from wfctl.repair import runner, wf135
 from wfctl.world import model
 
@@ -113,7 +113,8 @@ def repair(
     (graphile frees it only after 4 h) is released first with --unlock-older-than AGE: the
     dry run lists the locks older than AGE, the apply releases exactly those, re-checked and
     audited (WF135). A dry run (the default) writes nothing. Exit 0 when every targeted
-    finding is gone, 2 when any was refused or remains.
+    finding is gone, 2 when any was refused or remains, 130 on Ctrl-C or SIGTERM (the report
+    and the last line say what was written before it).
 
     --allow-rewrite lets WF121/WF122/WF123 renumber a slot run's event ids (damage no
     append can heal): ids only, in replay order, under the run's row, event and job locks;
@@ -170,14 +171,12 @@ def repair(
                     hint="run as the queue's owner or a role with a policy (docs/cli.md, 'Roles');"
                     " nothing was written",
                 )
+            created = False
             if apply:
                 world.require_primary("apply repairs")
                 if not yes:
                     _confirm_plan(st.output, conn, world, options, unlock)
-                from wfctl.world import bootstrap  # alembic: only an apply pays for it
-
-                if bootstrap.ensure_audit_schema(conn):
-                    st.output.message("created schema `wfctl` for the repair audit log")
+                created = _audit_schema(st.output, conn)
             report = runner.repair(
                 conn,
                 world,
@@ -189,16 +188,75 @@ def repair(
             )
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "repairing") from None
+        except KeyboardInterrupt:  # before any write (looking at the world, a dry run's step)
+            raise Interrupted("wfctl: interrupted: nothing written") from None
     _print(st.output, fmt, report)
     if report.interrupted:
-        written = sum(1 for i in report.items if i.outcome == "applied")
-        st.output.message(
-            f"wfctl: interrupted: stopped starting runs; {written} finding(s) repaired before the"
-            " signal are listed above (each run's transaction committed whole or rolled back);"
-            " `wfctl doctor` shows what remains"
-        )
-        raise typer.Exit(int(ExitStatus.INTERRUPTED))
+        raise Interrupted(_interrupted_line(report, created))
     raise typer.Exit(int(report.exit_status))
+
+
+# Where the signal landed (runner.INTERRUPTED_DURING), in an operator's words.
+DURING = {
+    "detection": "detection",
+    "plan": "the plan",
+    "unlock": "the release of stale locks",
+    "repair": "the repair of runs",
+}
+
+
+def _interrupted_line(report: runner.RepairReport, created: bool) -> str:
+    """The last stderr line after a signal: what was written, plainly (the report lists it)."""
+    if not report.applied:
+        return "wfctl: interrupted: dry run, nothing written"
+    during = report.interrupted_during or "repair"
+    head = f"wfctl: interrupted during {DURING[during]}: "
+    applied = [i for i in report.items if i.outcome == "applied"]
+    locks = sum(1 for i in applied if i.finding.code == wf135.CODE)
+    repaired = len(applied) - locks
+    written = " and ".join(
+        ([f"{locks} lock(s) released"] if locks else [])
+        + ([f"{repaired} finding(s) repaired"] if repaired or during == "repair" else [])
+    )
+    schema = "; the audit log (schema `wfctl`) was created first" if created else ""
+    if during == "repair":
+        return (
+            f"{head}stopped starting runs; {written} before the signal, listed above (each run's"
+            f" transaction committed whole or rolled back){schema}; `wfctl doctor` shows what"
+            " remains"
+        )
+    if not applied:
+        if created:
+            return f"{head}nothing written but the empty audit log (schema `wfctl`), created first"
+        return f"{head}nothing written"
+    if during == "detection":  # after a round that wrote: that round's items, nothing since
+        return f"{head}{written} before the signal, listed above; nothing else written{schema}"
+    return f"{head}{written}, listed above{'; no run repaired' if not repaired else ''}{schema}"
+
+
+def _audit_schema(output: Output, conn: psycopg.Connection[Any]) -> bool:
+    """Create the audit log if missing (bootstrap.ensure_audit_schema); whether it did. A signal
+    meanwhile ends the command: its one transaction committed or rolled back, said which."""
+    from wfctl.world import bootstrap  # alembic: only an apply pays for it
+
+    try:
+        created = bootstrap.ensure_audit_schema(conn)
+    except KeyboardInterrupt:
+        try:  # its one transaction committed or rolled back: ask which
+            row = conn.execute(sql.load("bootstrap/audit_log_exists")).fetchone()
+            there = (
+                "it is there (committed before the signal); nothing repaired"
+                if row and row[0]
+                else "nothing written"
+            )
+        except psycopg.Error:
+            there = "it may or may not be there (`wfctl repair log` tells); nothing repaired"
+        raise Interrupted(
+            f"wfctl: interrupted while creating schema `wfctl` for the repair audit log: {there}"
+        ) from None
+    if created:
+        output.message("created schema `wfctl` for the repair audit log")
+    return created
 
 
 def _confirm_plan(
@@ -209,10 +267,13 @@ def _confirm_plan(
     unlock: wf135.Unlock | None,
 ) -> None:
     """Show the plan (the dry run, on stderr) and ask; "no" is an answer, not an interruption:
-    exit 0, nothing written."""
+    exit 0, nothing written. Ctrl-C (or SIGTERM) while planning or at the question: exit 130,
+    nothing written."""
     if not sys.stdin.isatty():
         raise UsageError("--apply without a terminal needs --yes")
     plan = runner.repair(conn, world, options, apply=False, unlock=unlock)
+    if plan.interrupted:
+        raise Interrupted("wfctl: interrupted while planning, before the question: nothing written")
     output.err.print(_text(plan), markup=False, highlight=False)
     planned = sum(1 for i in plan.items if i.outcome == "planned")
     refused = sum(1 for i in plan.items if i.outcome == "refused")
@@ -221,7 +282,14 @@ def _confirm_plan(
         + (f" ({refused} refused as shown)" if refused else "")
         + "? The apply re-checks each under lock"
     )
-    if not typer.confirm(question, err=True):
+    try:
+        answer = typer.confirm(question, err=True)
+    except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C (and end of input) into Abort
+        output.err.print("")  # end the question's line
+        raise Interrupted(
+            "wfctl: interrupted at the confirmation prompt: nothing written"
+        ) from None
+    if not answer:
         output.message("wfctl repair: not applied: nothing written")
         raise typer.Exit(int(ExitStatus.OK))
 
@@ -252,7 +320,9 @@ def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
 
 def _text(report: runner.RepairReport) -> str:
     verb = "applied" if report.applied else "plan (dry run: nothing written)"
-    lines = [f"wfctl repair: {verb}"]
+    during = DURING.get(report.interrupted_during or "repair", "")
+    stopped = f" (interrupted during {during})" if report.interrupted else ""
+    lines = [f"wfctl repair: {verb}{stopped}"]
     for item in report.items:
         f = item.finding
         lines.append(f"{f.code} run {f.run_id or '-'} {f.entity_id or ''}: {item.outcome}")
@@ -262,7 +332,10 @@ def _text(report: runner.RepairReport) -> str:
         if item.event_ids:
             lines.append(f"    wrote: {', '.join(item.event_ids)} (audit #{item.audit_id})")
     if not report.items:
-        lines.append("nothing to repair")
+        empty = "nothing written" if report.applied else "nothing planned yet"
+        lines.append(empty if report.interrupted else "nothing to repair")
+    elif report.interrupted and not report.applied:
+        lines.append("the plan above is incomplete (interrupted)")
     if report.applied and report.interrupted:
         lines.append(f"before: {_counts(report.before)}   after: not measured (interrupted)")
     elif report.applied:
