@@ -79,6 +79,7 @@ class World:
             f"{self.user!r} (it does not own them and has no BYPASSRLS; graphile-worker "
             "creates no policy): the queue reads as empty"
         )
+
     # wfctl's worker queue (wfctl.run_queue, revision w0004): runs handed to `wfctl worker`s.
     has_run_queue: bool = False
 
