@@ -21,7 +21,7 @@ import typer
 from wfctl.cli import shared
 from wfctl.cli.coerce import PlainValueError, import_rich_help
 from wfctl.cli.output import clean
-from wfctl.errors import ExitStatus, WfctlError
+from wfctl.errors import ExitStatus, Interrupted, WfctlError
 
 # Command modules are imported by the root group when their command is used
 # (wfctl.cli.registry): `wfctl --version` and `--help` load none of them.
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = shared.build().main(args=args, prog_name="wfctl", standalone_mode=False)
     except WfctlError as exc:
-        if verbose:
+        if verbose and not isinstance(exc, Interrupted):  # a signal is not a failure to debug
             traceback.print_exc()
         print(clean(exc.one_line(), one_line=True), file=sys.stderr)
         return int(exc.status)
