@@ -144,6 +144,7 @@ def waits_on_a_lock(db: Db, kind: str = "relation", who: str = "wfctl/%") -> boo
 
 
 STEPS_LOCKED = "LOCK TABLE workflow.workflow_steps IN ACCESS EXCLUSIVE MODE"
+APPLY = ("--apply", "--yes", "--reason", "t", *FORCE)
 
 
 def held_in_transaction(db: Db, statement: str) -> psycopg.Connection[Any]:
@@ -156,22 +157,32 @@ def held_in_transaction(db: Db, statement: str) -> psycopg.Connection[Any]:
 HOLDER = "test-holder"
 
 
+def signalled_while_blocked(
+    db: Db, statement: str, *args: str, signum: int = signal.SIGINT, kind: str = "relation"
+) -> tuple[int, str, str]:
+    """`wfctl --lock-timeout 0 ARGS` blocked behind the lock `statement` takes in another
+    session (a wait of `kind`), then sent `signum`: (exit status, stdout, stderr)."""
+    holder = held_in_transaction(db, statement)
+    try:
+        proc = wfctl(db, "--lock-timeout", "0", *args)
+        until(lambda: waits_on_a_lock(db, kind), proc)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        holder.close()
+    return proc.returncode, out, err
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_during_detection_prints_a_report_and_writes_nothing(
     world, real_world, signum: int
 ) -> None:
     run_id, _ = orphan_step(world, real_world)  # something the apply would repair
     before = digests(real_world.dsn)
-    holder = held_in_transaction(real_world, STEPS_LOCKED)  # doctor's WF101 query waits
-    try:
-        proc = wfctl(real_world, "--lock-timeout", "0", "--format", "json", "repair",
-                     "--apply", "--yes", "--reason", "t", *FORCE)  # fmt: skip
-        until(lambda: waits_on_a_lock(real_world), proc)
-        proc.send_signal(signum)
-        out, err = proc.communicate(timeout=BOUND)
-    finally:
-        holder.close()
-    assert proc.returncode == 130, (out, err)
+    status, out, err = signalled_while_blocked(  # doctor's WF101 query waits
+        real_world, STEPS_LOCKED, "--format", "json", "repair", *APPLY, signum=signum
+    )
+    assert status == 130, (out, err)
     assert "Traceback" not in err and "internal error" not in err, err
     report = json.loads(out)
     assert report["interrupted"] is True and report["interrupted_during"] == "detection"
@@ -186,16 +197,10 @@ def test_a_signal_during_detection_on_a_world_wfctl_never_saw(real_world) -> Non
     """On a world without schema `wfctl` the apply creates its audit log first (one committed
     transaction, before detection): the line says so, and nothing else was written."""
     before = digests(real_world.dsn)
-    holder = held_in_transaction(real_world, STEPS_LOCKED)
-    try:
-        proc = wfctl(real_world, "--lock-timeout", "0", "--format", "json", "repair",
-                     "--apply", "--yes", "--reason", "t", *FORCE)  # fmt: skip
-        until(lambda: waits_on_a_lock(real_world), proc)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=BOUND)
-    finally:
-        holder.close()
-    assert proc.returncode == 130, (out, err)
+    status, out, err = signalled_while_blocked(
+        real_world, STEPS_LOCKED, "--format", "json", "repair", *APPLY
+    )
+    assert status == 130, (out, err)
     report = json.loads(out)
     assert report["interrupted_during"] == "detection" and report["items"] == []
     assert "created schema `wfctl` for the repair audit log" in err
@@ -213,16 +218,8 @@ def test_a_signal_during_detection_on_a_world_wfctl_never_saw(real_world) -> Non
 def test_a_signal_during_detection_in_text_says_so(world, real_world) -> None:
     """In text, and with -v: a signal is not a failure, so no traceback either."""
     orphan_step(world, real_world)
-    holder = held_in_transaction(real_world, STEPS_LOCKED)
-    try:
-        proc = wfctl(real_world, "-v", "--lock-timeout", "0", "repair", "--apply", "--yes",
-                     "--reason", "t", *FORCE)  # fmt: skip
-        until(lambda: waits_on_a_lock(real_world), proc)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=BOUND)
-    finally:
-        holder.close()
-    assert proc.returncode == 130, (out, err)
+    status, out, err = signalled_while_blocked(real_world, STEPS_LOCKED, "-v", "repair", *APPLY)
+    assert status == 130, (out, err)
     assert "nothing to repair" not in out  # not a verdict: detection never finished
     assert "interrupted during detection" in out and "Traceback" not in err
     assert err.strip().splitlines()[-1] == "wfctl: interrupted during detection: nothing written"
@@ -329,15 +326,10 @@ def test_a_signal_during_the_release_of_stale_locks_reports_the_released_ones(
 def test_a_dry_run_interrupted_writes_nothing(world, real_world, fmt: str) -> None:
     orphan_step(world, real_world)
     before = digests(real_world.dsn)
-    holder = held_in_transaction(real_world, STEPS_LOCKED)
-    try:
-        proc = wfctl(real_world, "--lock-timeout", "0", "--format", fmt, "repair", *FORCE)
-        until(lambda: waits_on_a_lock(real_world), proc)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=BOUND)
-    finally:
-        holder.close()
-    assert proc.returncode == 130, (out, err)
+    status, out, err = signalled_while_blocked(
+        real_world, STEPS_LOCKED, "--format", fmt, "repair", *FORCE
+    )
+    assert status == 130, (out, err)
     assert "Traceback" not in err and "internal error" not in err, err
     assert err.strip().splitlines() == ["wfctl: interrupted: dry run, nothing written"]
     if fmt == "json":
@@ -425,16 +417,11 @@ def test_a_signal_while_creating_the_audit_schema_writes_nothing(real_world) -> 
     for that lock (another wfctl holds it): nothing written, and said so."""
     before = digests(real_world.dsn)
     assert "wfctl" not in before["<schemas>"].split(",")
-    holder = held_in_transaction(real_world, "SELECT pg_advisory_xact_lock(2003199860, 1935894637)")
-    try:
-        proc = wfctl(real_world, "--lock-timeout", "0", "--format", "json", "repair",
-                     "--apply", "--yes", "--reason", "t", *FORCE)  # fmt: skip
-        until(lambda: waits_on_a_lock(real_world, "advisory"), proc)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=BOUND)
-    finally:
-        holder.close()
-    assert proc.returncode == 130, (out, err)
+    status, out, err = signalled_while_blocked(
+        real_world, "SELECT pg_advisory_xact_lock(2003199860, 1935894637)",  # wfctl's schema lock
+        "--format", "json", "repair", *APPLY, signum=signal.SIGTERM, kind="advisory",
+    )  # fmt: skip
+    assert status == 130, (out, err)
     assert out == "" and "Traceback" not in err and "internal error" not in err, err
     assert err.strip().splitlines()[-1] == (
         "wfctl: interrupted while creating schema `wfctl` for the repair audit log: nothing written"
