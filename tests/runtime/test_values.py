@@ -28,10 +28,11 @@ from wfctl.runtime.store import Store
 HYDRATE = Path(__file__).resolve().parent.parent / "node" / "hydrate.mjs"
 
 
-def drive(store: Store, run_id: str) -> Any:
+def drive(store: Store, run_id: str, *, wait: bool = True) -> Any:
+    """Drive the run to its end (or, without `wait`, until it blocks on a hook or a wait)."""
     ex = Executor(richflows.wf, store)
     try:
-        return ex.drive(run_id, wait=True, timeout=20)
+        return ex.drive(run_id, wait=wait, timeout=20)
     finally:
         ex.close()
 
@@ -207,7 +208,7 @@ def test_the_node_package_reads_every_rich_type(world, conn, store) -> None:
 def test_typed_hook_payloads_and_json_arguments_from_the_cli(world, conn, store, run_cli) -> None:
     order = richflows.sample()
     run_id = create(richflows.approve, [order], conn=conn).run_id
-    assert drive(store, run_id).status == "running"  # parked on its hook
+    assert drive(store, run_id, wait=False).status == "running"  # parked on its hook
     status, _, err = run_cli(
         "--dsn", world.dsn, "hooks", "resume", f"approve-{order.id}",
         '{"approved": true, "limit": "250.00"}',
