@@ -66,6 +66,7 @@ def test_root_completion_imports_no_command() -> None:
     loaded = _modules(env=env)
     assert not {m for m in loaded if m.startswith("wfctl.cli.commands")}
     assert not _tops(loaded) & set(HEAVY)
+    assert "rich" not in _tops(loaded)  # a Tab press prints no help (no args is not --help)
 
 
 def test_doctor_imports_neither_alembic_nor_pydantic() -> None:

@@ -32,9 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") or a.startswith("-vv") for a in args)
     previous = _sigterm_as_interrupt()
-    if os.environ.get(COMPLETE_VAR):
+    completing = bool(os.environ.get(COMPLETE_VAR))  # a Tab press: no args, and no help
+    if completing:
         _completion_protocol()
-    if not args or any(a in ("-h", "--help") for a in args):
+    if not completing and (not args or any(a in ("-h", "--help") for a in args)):
         import_rich_help()  # help is coming: typer's rich help, without its Markdown mode
     try:
         result = shared.build().main(args=args, prog_name="wfctl", standalone_mode=False)
