@@ -9,7 +9,17 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+
+def shipped(folder: str) -> Path:
+    """A top-level folder of the source tree (`sql`, `migrations`), where wfctl reads it from:
+    the checkout itself (an editable install, the tests), or its copy `wfctl/_<folder>` that
+    an installed wheel carries (pyproject.toml maps the folders into the package)."""
+    package = Path(__file__).resolve().parent
+    installed = package / f"_{folder}"
+    return installed if installed.is_dir() else package.parent / folder
+
+
+SQL_DIR = shipped("sql")
 
 
 @functools.cache

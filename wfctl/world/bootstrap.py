@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -27,7 +26,7 @@ from wfctl import sql
 from wfctl.errors import RefusedError
 from wfctl.world import catalog, drizzle, model
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_DIR = sql.shipped("migrations")
 WFCTL_HEAD = "w0001_wfctl_schema"
 # wfctl's own branch (label `wfctl`, off w0001): tables in schema `wfctl` only, for either
 # era. A bootstrapped database holds two heads: its era revision and this one.
