@@ -1,4 +1,4 @@
-"""Benchmark `wfctl doctor` on worlds made by gen_world.py (issue 3, "Speed").
+"""Benchmark `wfctl doctor` on worlds made by gen_world.py.
 
 In one run, for every database given with --db (e.g. a 100k-run and a 1M-run world):
 
@@ -13,7 +13,7 @@ In one run, for every database given with --db (e.g. a 100k-run and a 1M-run wor
 - the findings each mode reports, compared with the counts the generator planted.
 
 Each doctor run is a subprocess (`python -m wfctl ...`); its peak RSS comes from `wait4`'s
-rusage for that very child. Goals (issue 3): default < 1 s and independent of history
+rusage for that very child. Goals: default < 1 s and independent of history
 size; `--all` within 2x of the sequential scan; peak RSS < 200 MB.
 
     python benchmarks/bench_doctor.py --db world_100000 --db world_1000000

@@ -1,4 +1,4 @@
-"""Build a large world for benchmarking `wfctl doctor` (issue 3, "Speed").
+"""Build a large world for benchmarking `wfctl doctor`.
 
 The schema comes from `wfctl.bootstrap.bootstrap(conn, era)` and, with `--queue`, the real
 npm package's own bootstrap adds graphile_worker (its drizzle migrator finds 0000-0017

@@ -1,4 +1,4 @@
-"""`wfctl migrate`: the slot-era event key swap without blocking a live world (issue 5).
+"""`wfctl migrate`: the slot-era event key swap without blocking a live world.
 
 - `package`: an installed @workflow/world-postgres folder (journal, files, hashes, pending);
 - `recognise`: what each pending statement does and which lock it takes; never guesses;
