@@ -272,6 +272,36 @@ def test_work_mem_changes_plans_not_findings(sick_world, real_world, run_cli) ->
     assert found["server"] == found["1MB"] == found["1GB"] and found["server"]
 
 
+def test_the_page_cost_ceiling_changes_plans_not_findings(sick_world, real_world) -> None:
+    """In the live and --run scopes the doctor's transaction prices random page reads at most
+    1.1 (its few runs' events are read by index); --all keeps the server's setting, and an
+    operator's lower one is kept. The findings are the same either way."""
+    from dataclasses import replace
+
+    from wfctl.connection.db import read_only
+    from wfctl.doctor import registry, runner
+    from wfctl.world import model
+
+    def diagnose(options: runner.DoctorOptions, session: str = "") -> tuple[str, set]:
+        with psycopg.connect(real_world.dsn, autocommit=True) as conn:
+            if session:
+                conn.execute(f"SET random_page_cost = {session}")
+            with read_only(conn):
+                world = model.inspect(conn, with_drift=False)
+                report = runner.run(conn, world, list(registry.CHECKS), options)
+                row = conn.execute("SHOW random_page_cost").fetchone()
+        assert row is not None
+        return str(row[0]), {(f.code, f.run_id, f.entity_id) for f in report.findings()}
+
+    live = runner.DoctorOptions(min_age=timedelta(0), limit=1000)
+    ceiling, found = diagnose(live)
+    server, found_at_server_cost = diagnose(replace(live, random_page_cost=None))
+    assert (ceiling, server) == ("1.1", "4")
+    assert found == found_at_server_cost and found
+    assert diagnose(live, session="1")[0] == "1"  # an operator's lower setting is kept
+    assert diagnose(replace(live, all_runs=True))[0] == "4"
+
+
 def test_no_world_exits_unknown(empty_db, run_cli) -> None:
     status, _, err = run_cli("--dsn", empty_db.dsn, "doctor")
     assert status == ExitStatus.UNKNOWN and "no world" in err

@@ -61,8 +61,23 @@ class DoctorOptions:
     # Transaction-local work_mem: history checks hash millions of (run, entity) keys; at the
     # server's stock 4MB they spill to disk in hundreds of batches. None keeps the server's.
     work_mem: str | None = "64MB"
+    # Transaction-local random_page_cost ceiling where the scope is a few runs (live, --run):
+    # their events are read by index (sql/doctor/session_settings.sql). None keeps the server's.
+    random_page_cost: float | None = 1.1
     # Sessions the checks are shared out over (one snapshot); 1: the caller's session alone.
     jobs: int = 1
+
+    @property
+    def narrow(self) -> bool:
+        """A scope of a few runs (the live ones, or those --run names), not all history."""
+        return not self.all_runs and self.since is None
+
+    def settings(self) -> dict[str, Any]:
+        """The transaction's own settings (sql/doctor/session_settings.sql)."""
+        return {
+            "work_mem": self.work_mem,
+            "random_page_cost": self.random_page_cost if self.narrow else None,
+        }
 
     def params(self) -> dict[str, Any]:
         """The parameters every check SQL accepts (unused ones are ignored)."""
@@ -88,6 +103,7 @@ class DoctorOptions:
             "attempt_threshold": self.attempt_threshold,
             "job_prefix": self.job_prefix,
             "work_mem": self.work_mem,
+            "random_page_cost": self.settings()["random_page_cost"],
             "jobs": self.jobs,
         }
 
@@ -179,9 +195,8 @@ def run(
     }
     era = sql_era(world)
     with _joined(conn, helpers):
-        if options.work_mem:
-            for session in sessions:
-                session.execute("SELECT set_config('work_mem', %s, true)", (options.work_mem,))
+        for session in sessions:
+            session.execute(sql.load("doctor/session_settings"), options.settings())
         if not helpers:
             for check in checks:
                 if on_check:
