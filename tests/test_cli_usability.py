@@ -273,7 +273,7 @@ def test_repair_log_keeps_ids_whole_at_80_columns(run_cli, world_env, columns_80
 
 
 def test_worker_status_keeps_ids_whole_at_80_columns(run_cli, world_env, columns_80) -> None:
-    from wfctl.cli.commands.worker import load_registry
+    from wfctl.cli.commands.run import load_registry
     from wfctl.worker import queue as q
     from wfctl.world.bootstrap import ensure_worker_schema
 

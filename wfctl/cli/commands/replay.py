@@ -9,9 +9,8 @@ import typer
 
 from wfctl import sql
 from wfctl.cli.app import app, state
-from wfctl.cli.commands.run import runtime_store
+from wfctl.cli.commands.run import load_registry, runtime_store
 from wfctl.cli.commands.runs import runs_app
-from wfctl.cli.commands.worker import load_registry
 from wfctl.cli.output import Format
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, UsageError

@@ -131,6 +131,28 @@ def load_target(spec: str) -> WorkflowDef:
     raise UsageError(f"{spec} is not a workflow (decorate it with @wf.workflow)")
 
 
+def load_registry(spec: str) -> Workflows:
+    """`module` (its one Workflows registry) or `module:attr` (a registry or a workflow)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name:
+        raise UsageError(f"expected MODULE[:ATTR], got {spec!r}", hint="e.g. myapp.flows:wf")
+    module = import_module(module_name)
+    if attr:
+        obj: Any = getattr(module, attr, None)
+        if isinstance(obj, Workflows):
+            return obj
+        if isinstance(obj, WorkflowDef):
+            return obj.registry
+        raise UsageError(f"{spec} is neither a Workflows registry nor a workflow")
+    found = {id(v): v for v in vars(module).values() if isinstance(v, Workflows)}
+    if len(found) != 1:
+        raise UsageError(
+            f"module {module_name!r} holds {len(found)} Workflows registries",
+            hint=f"name one: {module_name}:<registry>",
+        )
+    return next(iter(found.values()))
+
+
 def import_module(module_name: str) -> Any:
     """A dotted module (from the working directory too) or a path to a .py file.
 

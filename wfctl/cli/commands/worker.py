@@ -13,36 +13,14 @@ import typer
 
 from wfctl.cli import logs
 from wfctl.cli.app import State, app, state
-from wfctl.cli.commands.run import import_module, runtime_store
+from wfctl.cli.commands.run import load_registry, runtime_store
 from wfctl.cli.output import Format
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import UsageError, WfctlError
-from wfctl.runtime.registry import WorkflowDef, Workflows
+from wfctl.runtime.registry import Workflows
 from wfctl.worker import queue as q
 from wfctl.worker.daemon import Worker, WorkerConfig
-
-
-def load_registry(spec: str) -> Workflows:
-    """`module` (its one Workflows registry) or `module:attr` (a registry or a workflow)."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name:
-        raise UsageError(f"expected MODULE[:ATTR], got {spec!r}", hint="e.g. myapp.flows:wf")
-    module = import_module(module_name)
-    if attr:
-        obj: Any = getattr(module, attr, None)
-        if isinstance(obj, Workflows):
-            return obj
-        if isinstance(obj, WorkflowDef):
-            return obj.registry
-        raise UsageError(f"{spec} is neither a Workflows registry nor a workflow")
-    found = {id(v): v for v in vars(module).values() if isinstance(v, Workflows)}
-    if len(found) != 1:
-        raise UsageError(
-            f"module {module_name!r} holds {len(found)} Workflows registries",
-            hint=f"name one: {module_name}:<registry>",
-        )
-    return next(iter(found.values()))
 
 
 def _limits(values: list[str], registry: Workflows) -> dict[str, int]:
