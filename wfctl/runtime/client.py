@@ -150,6 +150,17 @@ class _Handle:
         raise WorkflowError(f"run {self.id} is {self.status}", run_id=self.id)
 
 
+def _next_wait(handle: _Handle, deadline: float | None, timeout: float | None) -> float:
+    """How long to wait for the run's NOTIFY before reading it again (the fallback for ends
+    no NOTIFY announces); RunTimeoutError once `timeout` has passed."""
+    if deadline is None:
+        return FALLBACK_SECONDS
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise RunTimeoutError(handle.id, timeout or 0.0, handle.status)
+    return min(FALLBACK_SECONDS, left)
+
+
 def _listen_sync(conn: psycopg.Connection[Any], handle: _Handle, timeout: float | None) -> Any:
     """Wait on `conn` (LISTEN first, then read) until the run ends; its output or error."""
     conn.execute(f"LISTEN {CHANNEL}")
@@ -161,12 +172,7 @@ def _listen_sync(conn: psycopg.Connection[Any], handle: _Handle, timeout: float 
         handle._apply(state)
         if handle.done:
             return handle._outcome()
-        wait = FALLBACK_SECONDS
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RunTimeoutError(handle.id, timeout or 0.0, handle.status)
-            wait = min(wait, left)
+        wait = _next_wait(handle, deadline, timeout)
         for note in conn.notifies(timeout=wait):
             if note.payload == handle.id:
                 break
@@ -185,12 +191,7 @@ async def _listen_async(
         handle._apply(RunState.of(row))
         if handle.done:
             return handle._outcome()
-        wait = FALLBACK_SECONDS
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RunTimeoutError(handle.id, timeout or 0.0, handle.status)
-            wait = min(wait, left)
+        wait = _next_wait(handle, deadline, timeout)
         async for note in conn.notifies(timeout=wait):
             if note.payload == handle.id:
                 break
