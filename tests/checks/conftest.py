@@ -56,10 +56,14 @@ def live_jobs(world: rw.RealWorld, runs: dict[str, str], waits: dict[str, str]) 
     world.ok(ops)
 
 
-def clean_controls(db: Db, live: dict[str, str] | None = None) -> dict[str, str]:
+def clean_controls(
+    db: Db, live: dict[str, str] | None = None, *, world: rw.RealWorld | None = None
+) -> dict[str, str]:
     """The package's healthy controls (`RealWorld.clean_world`) with the queue jobs a
-    deployment gives live runs, also to the `live` runs made elsewhere; {label: run_id}."""
-    world = rw.RealWorld(db.dsn)
+    deployment gives live runs, also to the `live` runs made elsewhere; {label: run_id}.
+    `world`: another release's package (tests/releases; on 4.1.1 the first queue call also
+    installs graphile_worker); default beta.29's."""
+    world = world or rw.RealWorld(db.dsn)
     runs = world.clean_world()
     with db.connect() as conn:
         waits = dict(

@@ -37,21 +37,3 @@ def cli_json(run_cli: Any) -> Any:
         return status, json.loads(out)
 
     return run
-
-
-def clean_controls(world: rw.RealWorld, db: Db) -> dict[str, str]:
-    """The healthy controls with the queue jobs a deployment gives live runs, written through
-    the release's own package (on 4.1.1 the first queue call also installs graphile_worker)."""
-    from tests.checks.conftest import live_jobs
-
-    runs = world.clean_world()
-    with db.connect() as conn:
-        waits = dict(
-            conn.execute(
-                "SELECT run_id, substring(wait_id FROM length(run_id) + 2) FROM"
-                " workflow.workflow_waits WHERE status = 'waiting'"
-            ).fetchall()
-        )
-    alive = {k: v for k, v in runs.items() if k != "completed" and "hook" not in k}
-    live_jobs(world, alive, waits)
-    return runs

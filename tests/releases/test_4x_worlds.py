@@ -11,9 +11,10 @@ import time
 from typing import Any
 
 from tests import realworld as rw
+from tests.checks.conftest import clean_controls
 from tests.conftest import Db
 from tests.faults import fail_insert
-from tests.releases.conftest import FORCE, clean_controls
+from tests.releases.conftest import FORCE
 from wfctl.world import catalog, codec, model, releases
 
 
@@ -62,7 +63,7 @@ def test_info_names_the_release_and_exits_0(release_world, run_cli) -> None:
 
 def test_doctor_on_a_clean_world_exits_0(release_world, cli_json) -> None:
     key, db, world = release_world
-    clean_controls(world, db)
+    clean_controls(db, world=world)
     status, report = cli_json(db, "doctor", "--all", "--min-age", "0s")
     checks = {c["code"]: c for c in report["checks"]}
     assert status == 0, [c for c in report["checks"] if c["status"] not in ("ok",)]
@@ -243,7 +244,7 @@ def test_run_created_restored_on_41(world_41, cli_json) -> None:
 
 def test_run_commands_work_and_new_runs_are_refused_with_the_reason(release_world, run_cli) -> None:
     _, db, world = release_world
-    runs = clean_controls(world, db)
+    runs = clean_controls(db, world=world)
     status, out, err = run_cli("--dsn", db.dsn, "runs", "list")
     assert status == 0, err
     assert runs["completed"] in out
@@ -261,7 +262,7 @@ def test_run_commands_work_and_new_runs_are_refused_with_the_reason(release_worl
 
 def test_hooks_resume_and_gc_on_4x(release_world, run_cli, cli_json) -> None:
     _, db, world = release_world
-    runs = clean_controls(world, db)
+    runs = clean_controls(db, world=world)
     with db.connect() as conn:
         [token] = conn.execute(
             "SELECT token FROM workflow.workflow_hooks WHERE run_id = %s",
@@ -295,7 +296,7 @@ def test_hooks_resume_and_gc_on_4x(release_world, run_cli, cli_json) -> None:
 
 def test_doctor_incremental_on_4x(release_world, run_cli) -> None:
     _, db, world = release_world
-    clean_controls(world, db)
+    clean_controls(db, world=world)
     for _ in range(2):
         status, out, err = run_cli("--dsn", db.dsn, "doctor", "--incremental", "--min-age", "0s")
         assert status == 0, out + err

@@ -222,9 +222,7 @@ class Store:
         if attributes:
             event_data["attributes"] = attributes
         if not idempotency_key:
-            return self._create_pipelined(
-                run_id, name, input_bytes, deployment_id, queue, event_data
-            )
+            return self._create_pipelined(run_id, name, queue, event_data)
         with self._transaction() as conn:
             if idempotency_key:
                 conn.execute(sql.load("runtime/idempotency_lock"), {"key": idempotency_key})
@@ -233,18 +231,7 @@ class Store:
                 ).fetchone()
                 if row is not None:
                     return Created(str(row[0]), str(row[1]), existing=True)
-            conn.execute(
-                sql.load("runtime/insert_run"),
-                {
-                    "run_id": run_id,
-                    "deployment_id": deployment_id,
-                    "name": name,
-                    "input_cbor": codec.encode(input_bytes),
-                    "execution_context_cbor": codec.encode(event_data["executionContext"]),
-                    "spec_version": str(SPEC_VERSION),
-                    "attributes": json.dumps(attributes),
-                },
-            )
+            conn.execute(sql.load("runtime/insert_run"), _run_row(run_id, name, event_data))
             first = NewEvent("run_created", None, event_data, SPEC_VERSION)
             if self.slots:
                 conn.execute(sql.load("runtime/insert_marker"), {"run_id": run_id})
@@ -263,8 +250,6 @@ class Store:
         self,
         run_id: str,
         name: str,
-        input_bytes: bytes,
-        deployment_id: str,
         queue: str | None,
         event_data: dict[str, Any],
     ) -> Created:
@@ -275,18 +260,7 @@ class Store:
             raise LookupError("this database has no worker queue (wfctl bootstrap adds it)")
         scheme = "slot" if self.slots else "legacy"
         batch: list[tuple[str | bytes, dict[str, Any] | None]] = [
-            (
-                "runtime/insert_run",
-                {
-                    "run_id": run_id,
-                    "deployment_id": deployment_id,
-                    "name": name,
-                    "input_cbor": codec.encode(input_bytes),
-                    "execution_context_cbor": codec.encode(event_data["executionContext"]),
-                    "spec_version": str(SPEC_VERSION),
-                    "attributes": "{}",
-                },
-            )
+            ("runtime/insert_run", _run_row(run_id, name, event_data))
         ]
         if self.slots:
             batch.append(("runtime/insert_marker", {"run_id": run_id}))
@@ -977,6 +951,19 @@ def _map_error(exc: psycopg.Error) -> BaseException:
     if isinstance(exc, pgerrors.UniqueViolation):
         return AlreadyExists(exc.diag.constraint_name)
     return exc
+
+
+def _run_row(run_id: str, name: str, event_data: dict[str, Any]) -> dict[str, Any]:
+    """sql/runtime/insert_run.sql's parameters: the run row, from its run_created payload."""
+    return {
+        "run_id": run_id,
+        "deployment_id": event_data["deploymentId"],
+        "name": name,
+        "input_cbor": codec.encode(event_data["input"]),
+        "execution_context_cbor": codec.encode(event_data["executionContext"]),
+        "spec_version": str(SPEC_VERSION),
+        "attributes": json.dumps(event_data.get("attributes", {})),
+    }
 
 
 __all__ = [
