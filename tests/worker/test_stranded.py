@@ -31,6 +31,19 @@ def wf136(run_cli: Any, dsn: str) -> tuple[int, list[dict[str, Any]]]:
     return status, check["samples"]
 
 
+def lease_expired(conn: Any, run_id: str, bound: float) -> None:
+    """Wait (at most `bound` seconds) until the run's lease in wfctl.run_queue has run out."""
+    wait_until(
+        lambda: bool(
+            conn.execute(
+                "SELECT lease_until < now() FROM wfctl.run_queue WHERE run_id = %s", (run_id,)
+            ).fetchone()[0]
+        ),
+        bound,
+        "the lease to expire",
+    )
+
+
 def test_sigkilled_run_wait_is_reported_and_adopted_by_a_worker(
     world: Any, cworkers: Any, run_cli: Any, tmp_path: Path
 ) -> None:
@@ -59,16 +72,7 @@ def test_sigkilled_run_wait_is_reported_and_adopted_by_a_worker(
             assert wf136(run_cli, world.dsn) == (0, [])
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
-            wait_until(
-                lambda: bool(
-                    conn.execute(
-                        "SELECT lease_until < now() FROM wfctl.run_queue WHERE run_id = %s",
-                        (run_id,),
-                    ).fetchone()[0]
-                ),
-                30,
-                "the lease to expire",
-            )
+            lease_expired(conn, run_id, 30)
             status, samples = wf136(run_cli, world.dsn)
             assert status == 1, samples
             assert [(s["run_id"], s["entity_id"]) for s in samples] == [(run_id, "lease expired")]
@@ -169,16 +173,7 @@ def test_repair_clears_an_expired_lease_and_refuses_an_unserved_run(
         run_id = ex.create(cf.doubled, [1], conn=conn).run_id
         held = lease.hold(conn, run_id, cf.doubled.name, lease=0.3)
         assert held.held
-        wait_until(
-            lambda: bool(
-                conn.execute(
-                    "SELECT lease_until < now() FROM wfctl.run_queue WHERE run_id = %s",
-                    (run_id,),
-                ).fetchone()[0]
-            ),
-            10,
-            "the lease to expire",
-        )
+        lease_expired(conn, run_id, 10)
         _, samples = wf136(run_cli, world.dsn)
         assert [s["entity_id"] for s in samples] == ["lease expired"]
         apply = ("repair", "--only", "WF136", "--apply", "--yes", "--reason", "t",
