@@ -154,36 +154,63 @@ def pair_value(x: int) -> dict[str, int]:
     return {"a": x + 1, "b": x + 11}
 
 
-def build_background(b: Builder) -> None:
-    """Runs in every state but pending (see `add_pending`); the runtimes are stopped after."""
-    rt = b.runtime("background", WORKFLOW_WAIT_CONTINUATION_MAX_DELAY_SECONDS="3600")
-    b.add(Run("completed", rt.start_run("pair", [1]), end="completed", value=pair_value(1)))
-    hooked_done = rt.start_run("hooked", [2, "corpus-done"], module="corpus")
-    b.add(Run("completed_hook", hooked_done, end="completed", value={"total": 7}))
-    b.add(Run("failed", rt.start_run("doomed", [3], module="corpus"), end="failed"))
-    cancelled = rt.start_run("hooked", [4, "corpus-cancel"], module="corpus")
-    b.add(Run("cancelled", cancelled, end="cancelled"))
-    waiting = rt.start_run("hooked", [5, "corpus-wait"], module="corpus")
-    b.add(Run("hook_waiting", waiting, note="waits for a resume, no job"))
-    patient = rt.start_run("patient", [6], module="corpus")
-    b.add(Run("step_retrying", patient, note="running on a step whose retry is due in 2 h"))
-    long_sleep = rt.start_run("longSleep", [7, 3], module="corpus")
-    b.add(Run("long_sleep", long_sleep, note="3-day sleep, hop jobs of two settings"))
-    tagged = rt.start_run("tagged", [9], module="rules")
-    b.add(Run("attributes", tagged, note="set and deleted attributes, then a 1-hour sleep"))
+def start_background(
+    b: Builder, rt: Runtime, *, pair_module: str, module: str, sleeper: str
+) -> dict[str, str]:
+    """Start, on `rt`, the healthy runs every release's corpus holds (all states but pending,
+    see `add_pending`); `sleeper` says what the long sleeper's jobs are on this release.
+    {label: run id} of the ones `settle_background` drives on."""
+    b.add(Run("completed", rt.start_run("pair", [1], module=pair_module), end="completed",
+              value=pair_value(1)))  # fmt: skip
+    started = {"completed_hook": rt.start_run("hooked", [2, "corpus-done"], module=module)}
+    b.add(Run("completed_hook", started["completed_hook"], end="completed", value={"total": 7}))
+    b.add(Run("failed", rt.start_run("doomed", [3], module=module), end="failed"))
+    started["cancelled"] = rt.start_run("hooked", [4, "corpus-cancel"], module=module)
+    b.add(Run("cancelled", started["cancelled"], end="cancelled"))
+    started["hook_waiting"] = rt.start_run("hooked", [5, "corpus-wait"], module=module)
+    b.add(Run("hook_waiting", started["hook_waiting"], note="waits for a resume, no job"))
+    started["step_retrying"] = rt.start_run("patient", [6], module=module)
+    b.add(Run("step_retrying", started["step_retrying"],
+              note="running on a step whose retry is due in 2 h"))  # fmt: skip
+    started["long_sleep"] = rt.start_run("longSleep", [7, 3], module=module)
+    b.add(Run("long_sleep", started["long_sleep"], note=sleeper))
+    return started
 
-    wait_until(lambda: b.has_event(hooked_done, "hook_created"), SETTLE, "hook_created")
+
+def settle_background(
+    b: Builder, rt: Runtime, started: dict[str, str], more: Sequence[tuple[str, str]] = ()
+) -> None:
+    """Resume one hook, cancel one run, wait for every ended run's terminal event and for each
+    live run's last event (`more`: other (run id, event type) pairs), then for a quiet queue."""
+    wait_until(lambda: b.has_event(started["completed_hook"], "hook_created"), SETTLE,
+               "hook_created")  # fmt: skip
     rt.resume_hook("corpus-done", {"n": 5})
-    wait_until(lambda: b.has_event(cancelled, "hook_created"), SETTLE, "hook_created")
-    rt.cancel(cancelled)
+    wait_until(lambda: b.has_event(started["cancelled"], "hook_created"), SETTLE, "hook_created")
+    rt.cancel(started["cancelled"])
     for run in b.runs.values():
         if run.end is not None:
             b.settle(run.run_id, TERMINAL)
-    wait_until(lambda: b.has_event(waiting, "hook_created"), SETTLE, "hook_created")
-    wait_until(lambda: b.has_event(patient, "step_retrying"), SETTLE, "step_retrying")
-    wait_until(lambda: b.has_event(long_sleep, "wait_created"), SETTLE, "wait_created")
-    wait_until(lambda: b.has_event(tagged, "wait_created"), SETTLE, "wait_created")
+    waits = [
+        (started["hook_waiting"], "hook_created"),
+        (started["step_retrying"], "step_retrying"),
+        (started["long_sleep"], "wait_created"),
+        *more,
+    ]
+    for run_id, event in waits:
+        wait_until(lambda r=run_id, e=event: b.has_event(r, e), SETTLE, event)
     quiesce(b)
+
+
+def build_background(b: Builder) -> None:
+    """The shared background, plus a run with attributes, and a restart that gives the long
+    sleeper hop jobs of two settings; the runtimes are stopped after."""
+    rt = b.runtime("background", WORKFLOW_WAIT_CONTINUATION_MAX_DELAY_SECONDS="3600")
+    started = start_background(b, rt, pair_module="judge", module="corpus",
+                               sleeper="3-day sleep, hop jobs of two settings")  # fmt: skip
+    long_sleep = started["long_sleep"]
+    tagged = rt.start_run("tagged", [9], module="rules")
+    b.add(Run("attributes", tagged, note="set and deleted attributes, then a 1-hour sleep"))
+    settle_background(b, rt, started, [(tagged, "wait_created")])
     rt.stop()
     # A restart with another continuation limit: its startup recovery replays the sleeper,
     # which enqueues a continuation keyed by the new hop count beside the first one.

@@ -32,7 +32,6 @@ from tests.conftest import Server
 from tests.corpus.snapshot import JOB_RUN_ID
 from tests.corpus.worlds import (
     SETTLE,
-    TERMINAL,
     Builder,
     Run,
     World,
@@ -41,6 +40,8 @@ from tests.corpus.worlds import (
     build_worlds,
     pair_value,
     quiesce,
+    settle_background,
+    start_background,
 )
 from tests.faults import drop_faults, slow_insert, terminate
 from tests.judge import KITS, build_runtime, wait_until
@@ -50,34 +51,12 @@ MODULE = "corpus"  # tests/node/v4/workflows/corpus.ts
 
 
 def build_background(b: Builder) -> None:
-    """Runs in every state but pending (see `add_pending`); one runtime start only, so the
-    long sleeper holds exactly one delayed wake-up job."""
+    """The shared background; one runtime start only, so the long sleeper holds exactly one
+    delayed wake-up job."""
     rt = b.runtime("background")
-    b.add(Run("completed", rt.start_run("pair", [1], module=MODULE), end="completed",
-              value=pair_value(1)))  # fmt: skip
-    hooked_done = rt.start_run("hooked", [2, "corpus-done"], module=MODULE)
-    b.add(Run("completed_hook", hooked_done, end="completed", value={"total": 7}))
-    b.add(Run("failed", rt.start_run("doomed", [3], module=MODULE), end="failed"))
-    cancelled = rt.start_run("hooked", [4, "corpus-cancel"], module=MODULE)
-    b.add(Run("cancelled", cancelled, end="cancelled"))
-    waiting = rt.start_run("hooked", [5, "corpus-wait"], module=MODULE)
-    b.add(Run("hook_waiting", waiting, note="waits for a resume, no job"))
-    patient = rt.start_run("patient", [6], module=MODULE)
-    b.add(Run("step_retrying", patient, note="running on a step whose retry is due in 2 h"))
-    long_sleep = rt.start_run("longSleep", [7, 3], module=MODULE)
-    b.add(Run("long_sleep", long_sleep, note="3-day sleep, one delayed wake-up job"))
-
-    wait_until(lambda: b.has_event(hooked_done, "hook_created"), SETTLE, "hook_created")
-    rt.resume_hook("corpus-done", {"n": 5})
-    wait_until(lambda: b.has_event(cancelled, "hook_created"), SETTLE, "hook_created")
-    rt.cancel(cancelled)
-    for run in b.runs.values():
-        if run.end is not None:
-            b.settle(run.run_id, TERMINAL)
-    wait_until(lambda: b.has_event(waiting, "hook_created"), SETTLE, "hook_created")
-    wait_until(lambda: b.has_event(patient, "step_retrying"), SETTLE, "step_retrying")
-    wait_until(lambda: b.has_event(long_sleep, "wait_created"), SETTLE, "wait_created")
-    quiesce(b)
+    started = start_background(b, rt, pair_module=MODULE, module=MODULE,
+                               sleeper="3-day sleep, one delayed wake-up job")  # fmt: skip
+    settle_background(b, rt, started)
     rt.stop()
 
 
