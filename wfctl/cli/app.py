@@ -38,6 +38,8 @@ It finds runs wedged by half-written state (an entity row without its event), re
   wfctl --format json info | jq .era           machine-readable output
 """
 
+COMPLETE_VAR = "_WFCTL_COMPLETE"  # the shell scripts ask wfctl for candidates through it
+
 # Shared with wfctl.cli.shared, which accepts the same options after every command.
 FORMAT_FLAGS = ("--format", "-f", "-o")
 FORMAT_HELP = (

@@ -19,6 +19,7 @@ from typing import Any
 import typer
 
 from wfctl.cli import shared
+from wfctl.cli.app import COMPLETE_VAR
 from wfctl.cli.coerce import PlainValueError, import_rich_help
 from wfctl.cli.output import clean
 from wfctl.errors import ExitStatus, Interrupted, WfctlError
@@ -73,9 +74,6 @@ def main(argv: list[str] | None = None) -> int:
     if status == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent exit 130
         print("wfctl: interrupted", file=sys.stderr)
     return status
-
-
-COMPLETE_VAR = "_WFCTL_COMPLETE"  # the shell scripts ask for candidates through it
 
 
 def _completion_protocol() -> None:

@@ -547,6 +547,8 @@ runs_app.command("redrive", help="Alias of `wfctl runs wake`: redrive dead-lette
     wake_runs
 )
 
-# `runs replay` lives in its own module (it loads workflow code); importing it registers it on
-# runs_app, so `wfctl runs` (loaded lazily by the root group) offers it too.
-from wfctl.cli.commands import replay as _replay  # noqa: E402, F401
+# `runs replay` lives in its own module (it loads workflow code), registered here so that
+# `wfctl runs` (loaded lazily by the root group) offers it; it imports nothing of this module.
+from wfctl.cli.commands.replay import replay_command  # noqa: E402
+
+runs_app.command("replay")(replay_command)
