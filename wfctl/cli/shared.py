@@ -80,14 +80,14 @@ def _late_verbose(ctx: typer.Context, value: int | None) -> None:
 
 def _late_limit(field: str) -> Any:
     """`COMMAND --lock-timeout MS` (and the other limits): as before the command, and wins."""
-    floor = 1 if field == "connect_s" else 0
 
     def late(ctx: typer.Context, value: int | None) -> None:
         st = _root_state(ctx)
         if st is not None and value is not None:
             from wfctl.connection.db import Target
 
-            limits = dataclasses.replace(st.target.timeouts, **{field: max(floor, value)})
+            given = st.target.timeouts.given | {field}
+            limits = dataclasses.replace(st.target.timeouts, **{field: value}, given=given)
             st.target = Target(st.target.dsn, limits)
             if field == "lock_ms":
                 st.lock_timeout_given = True
@@ -114,8 +114,15 @@ def _late_option(*flags: str, metavar: str, help: str, callback: Any) -> Any:
 def _limit(flag: str, metavar: str, what: str, field: str) -> Any:
     """A session limit's option (`connection.db.Timeouts.<field>`)."""
     disables = "" if field == "connect_s" else "; 0 disables"
-    return _late_option(
-        flag, metavar=metavar, help=f"{what}{disables}.", callback=_late_limit(field)
+    return typer.Option(
+        flag,
+        metavar=metavar,
+        help=f"{what}{disables}.",
+        callback=_late_limit(field),
+        expose_value=False,
+        show_default=False,
+        rich_help_panel=PANEL,
+        min=1 if field == "connect_s" else 0,
     )
 
 
