@@ -43,8 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     except WfctlError as exc:
         if verbose and not isinstance(exc, Interrupted):  # a signal is not a failure to debug
             traceback.print_exc()
+        status = int(exc.status)
+        if status == ExitStatus.USAGE and _monitoring_heard(args, exc.message):
+            status = int(ExitStatus.UNKNOWN)
         print(clean(exc.one_line(), one_line=True), file=sys.stderr)
-        return int(exc.status)
+        return status
     except typer.Exit as exc:
         return int(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
@@ -54,8 +57,12 @@ def main(argv: list[str] | None = None) -> int:
         if _is_usage_error(exc):
             if type(exc).__name__ == "NoArgsIsHelpError":
                 return int(ExitStatus.OK)  # `wfctl runs`: the group's help is already printed
-            print(clean(f"wfctl: error: {usage_line(exc)}", one_line=True), file=sys.stderr)
-            return int(ExitStatus.USAGE)
+            line = usage_line(exc)
+            status = int(ExitStatus.USAGE)
+            if _monitoring_heard(args, line.rsplit(" (hint: ", 1)[0]):
+                status = int(ExitStatus.UNKNOWN)
+            print(clean(f"wfctl: error: {line}", one_line=True), file=sys.stderr)
+            return status
         # Anything else is a bug: still one line, still no secrets.
         from wfctl.connection.dsn import mask_text
 
@@ -74,6 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     if status == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent exit 130
         print("wfctl: interrupted", file=sys.stderr)
     return status
+
+
+def _monitoring_heard(args: list[str], reason: str) -> bool:
+    """A usage error of `doctor` in a monitoring format is UNKNOWN there: its line, its
+    textfile (wfctl.cli.monitoring, imported on this path only); whether it was said."""
+    from wfctl.cli import monitoring
+
+    return monitoring.usage_failure(args, reason)
 
 
 def _completion_protocol() -> None:
