@@ -89,6 +89,13 @@ DEEP = "[" * 5000 + "]" * 5000
         ("run", "docs/examples/checkout.py:checkout", "[NaN]"),
         ("run", "docs/examples/checkout.py:checkout", '{"order_id": Infinity}'),
         ("run", "docs/examples/checkout.py:checkout", "-Infinity"),
+        ("run", "docs/examples/checkout.py:checkout", "[1e400]"),
+        ("run", "docs/examples/checkout.py:checkout", '{"order_id": -1e999}'),
+        ("hooks", "resume", "tok", "1e400"),
+        ("repair", "--only", "WF999"),
+        ("repair", "--only", "WF112,wf999"),
+        ("--statement-timeout", "-5", "runs", "list"),
+        ("runs", "list", "--lock-timeout", "-1"),
         ("hooks", "resume", "tok", "NaN"),
         ("hooks", "resume", "tok", DEEP),
     ],
@@ -341,3 +348,17 @@ def test_doctor_is_clean_after_migrate_online(run_cli, wfctl_world) -> None:
         conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid ="
                      " 'workflow.workflow_events_run_id_id_idx'::regclass")  # fmt: skip
     assert run_cli(*dsn, "doctor", "--all")[0] != 0
+
+
+def test_json_output_is_strict_even_for_a_stored_non_finite_number() -> None:
+    """A value no strict parser reads (`Infinity`, `NaN`) never reaches stdout: it is `null`,
+    as JavaScript's JSON.stringify writes it."""
+    import json
+
+    from wfctl.cli.output import dumps
+
+    def refuse(token: str) -> None:
+        raise AssertionError(f"{token} in the output")
+
+    text = dumps({"input": [float("inf"), {"x": float("-inf"), "y": float("nan")}, 1.5]})
+    assert json.loads(text, parse_constant=refuse) == {"input": [None, {"x": None, "y": None}, 1.5]}

@@ -14,7 +14,7 @@ import typer
 
 from wfctl.cli import complete, monitoring
 from wfctl.cli.app import State, app, state
-from wfctl.cli.output import Format, Output
+from wfctl.cli.output import Format, Output, finite
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.connection.dsn import mask_text
@@ -313,7 +313,7 @@ def _render(st: State, fmt: Format, report: doctor.Report, problems: bool = Fals
     if fmt is Format.JSON:
         import json
 
-        return json.dumps(report.as_dict(), indent=2, default=str)
+        return json.dumps(finite(report.as_dict()), indent=2, default=str, allow_nan=False)
     if fmt is Format.JSONL:
         return "\n".join(doctor_render.jsonl(report, st.target.dsn.masked))
     if fmt is Format.PROMETHEUS:

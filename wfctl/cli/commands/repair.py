@@ -16,6 +16,7 @@ from wfctl.cli.app import app, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import missing_runs
+from wfctl.doctor import registry as checks
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, Interrupted, RefusedError, UsageError
 from wfctl.repair import runner, wf135
@@ -147,7 +148,8 @@ def repair(
     unlock = _unlock_options(unlock_older_than, unlock_dead_worker, force_min_age)
     options = runner.RepairOptions(
         min_age=age,
-        only=tuple(c.strip().upper() for item in only or () for c in item.split(",") if c),
+        # doctor's parser: an unknown code is the same usage error (exit 64) in both
+        only=tuple(c.code for c in checks.select(only)) if only else (),
         run_ids=tuple(run or ()),
         all_runs=all_runs,
         limit=limit,

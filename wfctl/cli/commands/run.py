@@ -18,7 +18,7 @@ import typer
 from wfctl import sql
 from wfctl.cli import jsonarg, logs
 from wfctl.cli.app import State, app, state
-from wfctl.cli.output import Format
+from wfctl.cli.output import Format, finite
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
@@ -241,7 +241,7 @@ def report_done(st: State, done: ex.Done, created_existing: bool = False) -> Non
         st.output.data(done.run_id)
         line = f"status: {done.status}"
         if done.status == "completed":
-            line += f"\noutput: {json.dumps(done.output, default=str)}"
+            line += f"\noutput: {json.dumps(finite(done.output), default=str, allow_nan=False)}"
         if done.error:
             line += f"\nerror: {done.error_code or ''} {done.error}".rstrip()
         st.output.data(line)
