@@ -179,6 +179,49 @@ def test_migrate_as_a_read_only_role_claims_no_invalid_index(run_cli, wfctl_worl
         ).fetchone()[0]
 
 
+def test_cancel_as_a_read_only_role_names_the_missing_privilege(
+    run_cli, wfctl_world, reader
+) -> None:
+    run_id = ids.prefixed("wrun")
+    with wfctl_world.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
+            " VALUES (%s, 'd', 'running', 'workflow//py:m//wf', '2')",
+            (run_id,),
+        )
+    dsn = reader(wfctl_world)
+    with wfctl_world.connect() as conn:
+        conn.execute("GRANT USAGE ON SCHEMA wfctl TO wfctl_reader")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA wfctl TO wfctl_reader")
+    status, _, err = run_cli("--dsn", dsn, "runs", "cancel", run_id, "--reason", "x")
+    assert status == 3 and err.count("\n") == 1, err
+    assert f"insufficient privilege while cancelling run {run_id}" in err
+    assert "running workflows" not in err
+    assert "this role lacks INSERT, UPDATE, DELETE on workflow.workflow_runs" in err, err
+    assert "grant INSERT, UPDATE, DELETE ON TABLE workflow.workflow_runs" in err
+    assert wfctl_world.scalar("SELECT status FROM workflow.workflow_runs") == "running"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("runs", "show", "wrun_nope"),
+        ("runs", "fork", "wrun_nope"),
+        ("runs", "fork", "wrun_nope", "--apply", "--reason", "x"),
+        ("runs", "cancel", "wrun_nope", "--reason", "x"),
+        ("runs", "cancel", "wrun_nope", "--graceful"),
+        ("runs", "list", "--after", "wrun_nope"),
+        ("doctor", "--run", "wrun_nope"),
+        ("repair", "--run", "wrun_nope"),
+    ],
+    ids=lambda a: " ".join(a[:3]) + (" --apply" if "--apply" in a else ""),
+)
+def test_an_unknown_run_id_is_no_such_run_everywhere(run_cli, world_env, args) -> None:
+    status, out, err = run_cli(*args)
+    assert status == 3 and out == "", err
+    assert err.startswith("wfctl: error: no such run: wrun_nope") and err.count("\n") == 1
+
+
 # -- every writer is audited; fork is dry-run-first -------------------------------------------
 
 
@@ -267,7 +310,7 @@ def test_runs_list_pages_with_a_cursor_and_matches_the_shown_name(run_cli, world
     # the table shows `shop.flows.checkout`; that is what an operator types
     _, out, _ = run_cli("runs", "list", "--name", "shop.flows.checkout", "-o", "json")
     assert len(json.loads(out)) == 7
-    assert run_cli("runs", "list", "--after", "wrun_nope")[0] == 64
+    assert run_cli("runs", "list", "--after", "wrun_nope")[0] == 3  # no such run
 
 
 # -- migrate honours the global --lock-timeout -------------------------------------------------

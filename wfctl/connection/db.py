@@ -203,9 +203,9 @@ def _connect_limit(target: Target) -> str:
 
 
 _DENIED = re.compile(
-    r"permission denied for (schema|table|relation|sequence|database|function) (\S+)"
+    r"permission denied for (schema|table|relation|sequence|database|function) ([^\s;]+)"
 )
-_OWNER = re.compile(r"must be owner of (?:table|relation|index|schema|database) (\S+)")
+_OWNER = re.compile(r"must be owner of (?:table|relation|index|schema|database) ([^\s;]+)")
 
 
 def grant_hint(text: str) -> str:
@@ -228,10 +228,41 @@ def grant_hint(text: str) -> str:
     return "connect as a role with the privileges docs/cli.md lists for this command"
 
 
-def query_error(exc: psycopg.Error, target: Target, doing: str = "querying") -> WfctlError:
-    """Classify a failure after connecting: privilege, timeout, or anything else."""
+def missing_privileges(conn: psycopg.Connection[Any], text: str) -> list[tuple[str, list[str]]]:
+    """For "permission denied for table T": which table privileges the role lacks on each
+    table named T (the server names the table, not the privilege). Empty when it cannot say."""
+    denied = _DENIED.search(text)
+    if denied is None or denied.group(1) not in ("table", "relation"):
+        return []
+    from wfctl import sql
+
+    try:
+        rows = conn.execute(
+            sql.load("connection/missing_table_privileges"), {"name": denied.group(2)}
+        ).fetchall()
+    except psycopg.Error:  # the session is unusable: say what the server said, no more
+        return []
+    return [(str(row[0]), list(row[1])) for row in rows]
+
+
+def query_error(
+    exc: psycopg.Error,
+    target: Target,
+    doing: str = "querying",
+    conn: psycopg.Connection[Any] | None = None,
+) -> WfctlError:
+    """Classify a failure after connecting: privilege, timeout, or anything else. With the
+    session (`conn`, idle again), a table privilege error names the privileges missing."""
     text = mask_text(_one_line(exc), target.dsn.conninfo)
     if isinstance(exc, pgerrors.InsufficientPrivilege):
+        lacking = missing_privileges(conn, text) if conn is not None else []
+        if lacking:
+            said = "; ".join(f"{', '.join(privs)} on {table}" for table, privs in lacking)
+            return WfctlError(
+                f"insufficient privilege while {doing}: {text} (this role lacks {said})",
+                hint=f"grant {said.replace(' on ', ' ON TABLE ')} to this role, or connect as"
+                " a role that has it (docs/cli.md, 'Roles')",
+            )
         return WfctlError(f"insufficient privilege while {doing}: {text}", hint=grant_hint(text))
     if isinstance(exc, pgerrors.QueryCanceled):
         return WfctlError(

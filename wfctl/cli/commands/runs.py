@@ -27,7 +27,7 @@ from wfctl.cli.output import Format
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
-from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
+from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError, no_such_run
 from wfctl.ops import bulk, fork
 from wfctl.ops.progress import Throttled
 from wfctl.runtime import serde
@@ -109,7 +109,7 @@ def list_runs(
         if after is not None:
             found = store.conn.execute(sql.load("runtime/run_exists"), {"run_id": after})
             if not found.fetchone()[0]:  # type: ignore[index]
-                raise UsageError(f"--after: no run {after}", hint="give a run id the list showed")
+                raise no_such_run(after, hint="--after takes a run id the list showed")
         params = {"status": status, "name": name, "after": after, "limit": limit + 1}
         rows = store.conn.execute(sql.load("runtime/list_runs"), params).fetchall()
     more = len(rows) > limit
@@ -162,7 +162,7 @@ def show_run(
     with runtime_store(st, reading=True) as store:
         run = store.read_run(run_id)
         if run is None:
-            raise WfctlError(f"no run {run_id}", hint="`wfctl runs list` shows the runs")
+            raise no_such_run(run_id)
         params = {"run_id": run_id}
         steps = store.conn.execute(sql.load("runtime/run_steps"), params).fetchall()
         waits = store.conn.execute(sql.load("runtime/run_waits"), params).fetchall()
@@ -315,13 +315,16 @@ def cancel_run(
         return
     if run_id is None:
         raise UsageError("give a RUN_ID, or --where KEY=VALUE to select runs")
-    with runtime_store(st, allow_node_peer=True, create_world=False) as store:
+    doing = f"cancelling run {run_id}"
+    with runtime_store(st, allow_node_peer=True, create_world=False, doing=doing) as store:
         try:
             if graceful:
                 before = store.request_cancel(run_id, reason)
             else:
                 before, audit_id = bulk.cancel_one(store, run_id, (reason or "").strip())
         except LookupError as exc:
+            if str(exc) == f"no run {run_id}":
+                raise no_such_run(run_id) from None
             raise WfctlError(str(exc), hint="`wfctl runs list` shows the runs") from None
     if graceful:
         _report_request(st, run_id, before)
@@ -514,7 +517,7 @@ def fork_run(
     source's input and a job under the same job prefix. A dry run showing what would be
     copied unless --apply (with --reason); then one transaction, audited. Refused: a prefix
     holding hooks, or a step that is still running at the cut (parallel steps).
-    Exit 0 forked (or dry run), 2 refused, 64 usage.
+    Exit 0 forked (or dry run), 2 refused, 3 no such run, 64 usage.
 
     [bold]Examples[/bold]
       wfctl runs fork wrun_01J... --from-step 3
@@ -525,7 +528,7 @@ def fork_run(
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
     reason_text = apply_flags(apply, dry_run, reason)
     dry_run = not apply
-    with runtime_store(st, allow_node_peer=True) as store:
+    with runtime_store(st, allow_node_peer=True, doing=f"forking run {run_id}") as store:
         world = model.inspect(store.conn, with_drift=False)
         forked = fork.plan(store, world, run_id, from_step, queue=queue, job_prefix=job_prefix)
         audit_id = None if dry_run else fork.apply(store, world, forked, reason_text)
