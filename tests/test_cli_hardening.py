@@ -405,3 +405,54 @@ def test_json_output_is_strict_even_for_a_stored_non_finite_number() -> None:
 
     text = dumps({"input": [float("inf"), {"x": float("-inf"), "y": float("nan")}, 1.5]})
     assert json.loads(text, parse_constant=refuse) == {"input": [None, {"x": None, "y": None}, 1.5]}
+
+
+# -- signals: an inherited ignored SIGINT stays ignored, SIGTERM always stops ----------------
+
+
+def test_a_worker_started_with_sigint_ignored_keeps_ignoring_it(wfctl_world, tmp_path) -> None:
+    """A script's background job (`wfctl worker ... &`) starts with SIGINT ignored: a Ctrl-C
+    meant for the script must not stop it, during start-up or once it serves; SIGTERM does."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import wfctl
+
+    log = tmp_path / "worker.log"
+    env = {**os.environ, "WFCTL_EFFECTS_DSN": wfctl_world.dsn, "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "wfctl",
+                "--dsn",
+                wfctl_world.dsn,
+                "worker",
+                "tests.worker.flows",
+            ],
+            cwd=Path(wfctl.__file__).resolve().parents[1],  # the tree under test
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
+    try:
+        for _ in range(600):  # until it serves (not a guessed delay)
+            if "serving queue" in log.read_text() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert "serving queue" in log.read_text(), log.read_text()
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # handled after the SIGINT, were that one caught
+        assert proc.wait(60) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert "wfctl worker: SIGTERM: finishing current steps" in text, text
+    assert "SIGINT" not in text and "second signal" not in text

@@ -30,9 +30,9 @@ from wfctl.errors import ExitStatus, Interrupted, WfctlError
 
 def main(argv: list[str] | None = None) -> int:
     """Run wfctl with `argv` (default: sys.argv[1:]) and return the exit status."""
+    previous = _sigterm_as_interrupt()  # first: a stop request is honoured from here on
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") or a.startswith("-vv") for a in args)
-    previous = _sigterm_as_interrupt()
     completing = bool(os.environ.get(COMPLETE_VAR))  # a Tab press: no args, and no help
     if completing:
         _completion_protocol()
@@ -159,7 +159,9 @@ def _plain(error: dict[str, Any]) -> str:
 
 def _sigterm_as_interrupt() -> Any:
     """SIGTERM (systemd, kubectl delete, `timeout`) ends wfctl as Ctrl-C does: exit 130 with
-    the same message and hints. `wfctl worker` installs its own handler while it serves."""
+    the same message and hints. `wfctl worker` installs its own handler while it serves.
+    SIGINT is Python's own KeyboardInterrupt from the interpreter's start, or, inherited
+    ignored (a script's background job), stays ignored (wfctl.signals)."""
     try:
         return signal.signal(signal.SIGTERM, _raise_interrupt)
     except ValueError:  # not the main thread (an embedding application): leave it alone
