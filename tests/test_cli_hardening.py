@@ -456,3 +456,60 @@ def test_a_worker_started_with_sigint_ignored_keeps_ignoring_it(wfctl_world, tmp
     text = log.read_text()
     assert "wfctl worker: SIGTERM: finishing current steps" in text, text
     assert "SIGINT" not in text and "second signal" not in text
+
+
+# -- polish: what a person reads is JSON or words, never a Python repr or a dangling label ----
+
+
+def test_runs_show_prints_payloads_as_json_not_python(run_cli, world_env) -> None:
+    run_id = ids.prefixed("wrun")
+    with world_env.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
+            " VALUES (%s, 'd', 'running', 'workflow//py:m//wf', '2')",
+            (run_id,),
+        )
+    status, out, err = run_cli("runs", "show", run_id)
+    assert status == 0, err
+    assert "input:     null" in out and "None" not in out
+
+
+def test_gc_json_times_have_the_one_timestamp_form(run_cli, world_env) -> None:
+    from datetime import datetime
+
+    status, out, err = run_cli("gc", "-o", "json")
+    assert status == 0, err
+    cutoff = json.loads(out)["cutoff_utc"]
+    assert cutoff.endswith("+00:00") and datetime.fromisoformat(cutoff).tzinfo is not None
+
+
+def test_plan_lines_hold_json_and_no_empty_key() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from wfctl.repair import wf135
+    from wfctl.repair.base import Action
+
+    action = Action(row_changes=[("repair/reopen_failed_run", {"error_code": None, "n": "x"})])
+    assert action.describe() == ['reopen_failed_run {error_code: null, n: "x"}']
+    lock = {
+        "id": 7,
+        "run_id": "wrun_x",
+        "key": None,
+        "locked_by": "w1",
+        "locked_at": datetime.now(UTC),
+        "held": timedelta(hours=5),
+    }
+    assert "(key" not in wf135._finding(lock).detail
+    assert "(key k1)" in wf135._finding({**lock, "key": "k1"}).detail
+
+
+def test_an_apply_where_every_finding_was_refused_does_not_say_applied() -> None:
+    from wfctl.cli.commands.repair import _text
+    from wfctl.doctor.base import Finding
+    from wfctl.repair import runner
+
+    finding = Finding("WF112", "wrun_x", "wait_x", None, False, "a wait")
+    report = runner.RepairReport(applied=True)
+    report.items.append(runner.Item(finding, "refused", "state moved"))
+    head = _text(report).splitlines()[0]
+    assert "applied" not in head.replace("nothing applied", "") and "nothing applied" in head

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from datetime import timedelta
 from typing import Annotated, Any
@@ -23,7 +24,7 @@ from wfctl.cli.actions import (
 )
 from wfctl.cli.app import State, app, state
 from wfctl.cli.commands.run import runtime_store
-from wfctl.cli.output import Format
+from wfctl.cli.output import Format, finite
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
@@ -60,6 +61,11 @@ def show_value(value: Any) -> Any:
     if isinstance(value, list):
         return [show_value(v) for v in value]
     return value
+
+
+def as_json(value: Any) -> str:
+    """A payload in a text line: one line of strict JSON (`null`, not Python's `None`)."""
+    return json.dumps(finite(value), default=str, ensure_ascii=False, allow_nan=False)
 
 
 @runs_app.command("list")
@@ -212,12 +218,12 @@ def show_run(
     lines = [
         f"run:       {run.id}  ({run.status})",
         f"workflow:  {run.name}",
-        f"input:     {report['input']}",
+        f"input:     {as_json(report['input'])}",
     ]
     if run.status == "completed":
-        lines.append(f"output:    {report['output']}")
+        lines.append(f"output:    {as_json(report['output'])}")
     if run.error is not None:
-        lines.append(f"error:     {run.error_code} {report['error']}")
+        lines.append(f"error:     {run.error_code or '-'} {as_json(report['error'])}")
     st.output.data("\n".join(lines))
     if report["steps"]:
         st.output.table(
