@@ -5,7 +5,8 @@ nor the exit code's documentation: when `wfctl doctor -f nagios|jsonl|prometheus
 produce a report, for whatever reason (no connection, no world, a malformed DSN, a missing
 service file, a bad option), it prints its UNKNOWN line or summary and rewrites the textfile
 with `wfctl_doctor_up 0`, and exits 3 (UNKNOWN, the Nagios plugin convention for invalid
-arguments too). Text formats are read by a person: a usage error stays exit 64 there.
+arguments too). Text formats are read by a person: a usage error stays exit 64 there, and
+so does `doctor --explain CODE`'s (a lookup, not a check).
 
 Imported only on a failure's path (and by doctor).
 """
@@ -71,7 +72,8 @@ def usage_failure(args: list[str], reason: str) -> bool:
     The command line did not parse, so it is read token by token for the command, the format
     (the last `--format/-f/-o` wins, as when it parses), `--output` and `--dsn`."""
     command, fmt, output, dsn = _scan(args)
-    if command != "doctor" or fmt not in MONITORING:
+    explaining = any(a == "--explain" or a.startswith("--explain=") for a in args)
+    if command != "doctor" or fmt not in MONITORING or explaining:
         return False
     from wfctl.connection.dsn import mask_text, resolve_dsn
     from wfctl.errors import ExitStatus, WfctlError

@@ -150,11 +150,11 @@ def doctor_command(
       wfctl doctor --incremental          # cron: the findings of --all, cheaper
     """
     st = state(ctx)
+    if explain:  # a lookup for a person, not a check: its usage errors stay usage errors
+        _explain(st.output, registry.get(explain))
+        return
     fmt = st.output.format
     try:
-        if explain:
-            _explain(st.output, registry.get(explain))
-            return
         st.output.require(*Format)
         options = doctor.DoctorOptions(
             min_age=parse_duration(min_age, "--min-age"),
