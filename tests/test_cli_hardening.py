@@ -513,3 +513,25 @@ def test_an_apply_where_every_finding_was_refused_does_not_say_applied() -> None
     report.items.append(runner.Item(finding, "refused", "state moved"))
     head = _text(report).splitlines()[0]
     assert "applied" not in head.replace("nothing applied", "") and "nothing applied" in head
+
+
+def test_a_write_loop_does_not_take_an_ignored_sigint_back() -> None:
+    """The repair's and gc's apply handler (wfctl.signals.stop_on_signal) leaves an inherited
+    ignored SIGINT ignored and still takes SIGTERM."""
+    import signal
+    import threading
+
+    from wfctl.signals import interruptible, stop_on_signal
+
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert interruptible() == ()
+        with stop_on_signal(threading.Event()):
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        assert interruptible() == (signal.SIGINT,)
+        with stop_on_signal(threading.Event()):
+            assert signal.getsignal(signal.SIGINT) != signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, saved)
