@@ -89,6 +89,13 @@ DEEP = "[" * 5000 + "]" * 5000
         ("run", "docs/examples/checkout.py:checkout", "[NaN]"),
         ("run", "docs/examples/checkout.py:checkout", '{"order_id": Infinity}'),
         ("run", "docs/examples/checkout.py:checkout", "-Infinity"),
+        ("run", "docs/examples/checkout.py:checkout", "[1e400]"),
+        ("run", "docs/examples/checkout.py:checkout", '{"order_id": -1e999}'),
+        ("hooks", "resume", "tok", "1e400"),
+        ("repair", "--only", "WF999"),
+        ("repair", "--only", "WF112,wf999"),
+        ("--statement-timeout", "-5", "runs", "list"),
+        ("runs", "list", "--lock-timeout", "-1"),
         ("hooks", "resume", "tok", "NaN"),
         ("hooks", "resume", "tok", DEEP),
     ],
@@ -170,6 +177,49 @@ def test_migrate_as_a_read_only_role_claims_no_invalid_index(run_cli, wfctl_worl
         assert not conn.execute(
             "SELECT to_regclass('workflow.workflow_events_run_id_id_idx')"
         ).fetchone()[0]
+
+
+def test_cancel_as_a_read_only_role_names_the_missing_privilege(
+    run_cli, wfctl_world, reader
+) -> None:
+    run_id = ids.prefixed("wrun")
+    with wfctl_world.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
+            " VALUES (%s, 'd', 'running', 'workflow//py:m//wf', '2')",
+            (run_id,),
+        )
+    dsn = reader(wfctl_world)
+    with wfctl_world.connect() as conn:
+        conn.execute("GRANT USAGE ON SCHEMA wfctl TO wfctl_reader")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA wfctl TO wfctl_reader")
+    status, _, err = run_cli("--dsn", dsn, "runs", "cancel", run_id, "--reason", "x")
+    assert status == 3 and err.count("\n") == 1, err
+    assert f"insufficient privilege while cancelling run {run_id}" in err
+    assert "running workflows" not in err
+    assert "this role lacks INSERT, UPDATE, DELETE on workflow.workflow_runs" in err, err
+    assert "grant INSERT, UPDATE, DELETE ON TABLE workflow.workflow_runs" in err
+    assert wfctl_world.scalar("SELECT status FROM workflow.workflow_runs") == "running"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("runs", "show", "wrun_nope"),
+        ("runs", "fork", "wrun_nope"),
+        ("runs", "fork", "wrun_nope", "--apply", "--reason", "x"),
+        ("runs", "cancel", "wrun_nope", "--reason", "x"),
+        ("runs", "cancel", "wrun_nope", "--graceful"),
+        ("runs", "list", "--after", "wrun_nope"),
+        ("doctor", "--run", "wrun_nope"),
+        ("repair", "--run", "wrun_nope"),
+    ],
+    ids=lambda a: " ".join(a[:3]) + (" --apply" if "--apply" in a else ""),
+)
+def test_an_unknown_run_id_is_no_such_run_everywhere(run_cli, world_env, args) -> None:
+    status, out, err = run_cli(*args)
+    assert status == 3 and out == "", err
+    assert err.startswith("wfctl: error: no such run: wrun_nope") and err.count("\n") == 1
 
 
 # -- every writer is audited; fork is dry-run-first -------------------------------------------
@@ -260,7 +310,7 @@ def test_runs_list_pages_with_a_cursor_and_matches_the_shown_name(run_cli, world
     # the table shows `shop.flows.checkout`; that is what an operator types
     _, out, _ = run_cli("runs", "list", "--name", "shop.flows.checkout", "-o", "json")
     assert len(json.loads(out)) == 7
-    assert run_cli("runs", "list", "--after", "wrun_nope")[0] == 64
+    assert run_cli("runs", "list", "--after", "wrun_nope")[0] == 3  # no such run
 
 
 # -- migrate honours the global --lock-timeout -------------------------------------------------
@@ -341,3 +391,147 @@ def test_doctor_is_clean_after_migrate_online(run_cli, wfctl_world) -> None:
         conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid ="
                      " 'workflow.workflow_events_run_id_id_idx'::regclass")  # fmt: skip
     assert run_cli(*dsn, "doctor", "--all")[0] != 0
+
+
+def test_json_output_is_strict_even_for_a_stored_non_finite_number() -> None:
+    """A value no strict parser reads (`Infinity`, `NaN`) never reaches stdout: it is `null`,
+    as JavaScript's JSON.stringify writes it."""
+    import json
+
+    from wfctl.cli.output import dumps
+
+    def refuse(token: str) -> None:
+        raise AssertionError(f"{token} in the output")
+
+    text = dumps({"input": [float("inf"), {"x": float("-inf"), "y": float("nan")}, 1.5]})
+    assert json.loads(text, parse_constant=refuse) == {"input": [None, {"x": None, "y": None}, 1.5]}
+
+
+# -- signals: an inherited ignored SIGINT stays ignored, SIGTERM always stops ----------------
+
+
+def test_a_worker_started_with_sigint_ignored_keeps_ignoring_it(wfctl_world, tmp_path) -> None:
+    """A script's background job (`wfctl worker ... &`) starts with SIGINT ignored: a Ctrl-C
+    meant for the script must not stop it, during start-up or once it serves; SIGTERM does."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import wfctl
+
+    log = tmp_path / "worker.log"
+    env = {**os.environ, "WFCTL_EFFECTS_DSN": wfctl_world.dsn, "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "wfctl",
+                "--dsn",
+                wfctl_world.dsn,
+                "worker",
+                "tests.worker.flows",
+            ],
+            cwd=Path(wfctl.__file__).resolve().parents[1],  # the tree under test
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
+    try:
+        for _ in range(600):  # until it serves (not a guessed delay)
+            if "serving queue" in log.read_text() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert "serving queue" in log.read_text(), log.read_text()
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # handled after the SIGINT, were that one caught
+        assert proc.wait(60) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert "wfctl worker: SIGTERM: finishing current steps" in text, text
+    assert "SIGINT" not in text and "second signal" not in text
+
+
+# -- polish: what a person reads is JSON or words, never a Python repr or a dangling label ----
+
+
+def test_runs_show_prints_payloads_as_json_not_python(run_cli, world_env) -> None:
+    run_id = ids.prefixed("wrun")
+    with world_env.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, spec_version)"
+            " VALUES (%s, 'd', 'running', 'workflow//py:m//wf', '2')",
+            (run_id,),
+        )
+    status, out, err = run_cli("runs", "show", run_id)
+    assert status == 0, err
+    assert "input:     null" in out and "None" not in out
+
+
+def test_gc_json_times_have_the_one_timestamp_form(run_cli, world_env) -> None:
+    from datetime import datetime
+
+    status, out, err = run_cli("gc", "-o", "json")
+    assert status == 0, err
+    cutoff = json.loads(out)["cutoff_utc"]
+    assert cutoff.endswith("+00:00") and datetime.fromisoformat(cutoff).tzinfo is not None
+
+
+def test_plan_lines_hold_json_and_no_empty_key() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from wfctl.repair import wf135
+    from wfctl.repair.base import Action
+
+    action = Action(row_changes=[("repair/reopen_failed_run", {"error_code": None, "n": "x"})])
+    assert action.describe() == ['reopen_failed_run {error_code: null, n: "x"}']
+    lock = {
+        "id": 7,
+        "run_id": "wrun_x",
+        "key": None,
+        "locked_by": "w1",
+        "locked_at": datetime.now(UTC),
+        "held": timedelta(hours=5),
+    }
+    assert "(key" not in wf135._finding(lock).detail
+    assert "(key k1)" in wf135._finding({**lock, "key": "k1"}).detail
+
+
+def test_an_apply_where_every_finding_was_refused_does_not_say_applied() -> None:
+    from wfctl.cli.commands.repair import _text
+    from wfctl.doctor.base import Finding
+    from wfctl.repair import runner
+
+    finding = Finding("WF112", "wrun_x", "wait_x", None, False, "a wait")
+    report = runner.RepairReport(applied=True)
+    report.items.append(runner.Item(finding, "refused", "state moved"))
+    head = _text(report).splitlines()[0]
+    assert "applied" not in head.replace("nothing applied", "") and "nothing applied" in head
+
+
+def test_a_write_loop_does_not_take_an_ignored_sigint_back() -> None:
+    """The repair's and gc's apply handler (wfctl.signals.stop_on_signal) leaves an inherited
+    ignored SIGINT ignored and still takes SIGTERM."""
+    import signal
+    import threading
+
+    from wfctl.signals import interruptible, stop_on_signal
+
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert interruptible() == ()
+        with stop_on_signal(threading.Event()):
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        assert interruptible() == (signal.SIGINT,)
+        with stop_on_signal(threading.Event()):
+            assert signal.getsignal(signal.SIGINT) != signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, saved)

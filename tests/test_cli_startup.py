@@ -91,3 +91,39 @@ def test_root_help_lists_every_command(run_cli) -> None:
     assert status == 0
     for name in registry.COMMANDS:
         assert f" {name} " in out
+
+
+def _imports(path: Path, name: str, modules: set[str]) -> set[str]:
+    """The wfctl modules `path` imports anywhere in its code (functions included)."""
+    import ast
+
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in modules}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found |= {full} if full in modules else ({base} & modules)
+    return found
+
+
+def test_no_two_cli_modules_import_each_other() -> None:
+    """The app, the command table and the shared options (and the commands) form no circle,
+    not even through an import inside a function."""
+    import wfctl
+
+    tree = Path(wfctl.__file__).resolve().parent  # the wfctl imported (PYTHONPATH may choose)
+    paths = {
+        ".".join(p.relative_to(tree.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in tree.rglob("*.py")
+    }
+    cli = {name: path for name, path in paths.items() if name.startswith("wfctl.cli")}
+    edges = {name: _imports(path, name, set(paths)) for name, path in cli.items()}
+    pairs = {tuple(sorted((a, b))) for a in edges for b in edges[a] if a in edges.get(b, set())}
+    assert not pairs, sorted(pairs)

@@ -127,3 +127,69 @@ def test_a_run_id_the_world_does_not_hold_is_not_healthy(run_cli, wfctl_world: D
         assert "no such run: wrun_nope" in err and err.count("\n") == 1
     status, out, _ = run_cli("--dsn", wfctl_world.dsn, "--format", "nagios", "doctor", "--run", "x")
     assert out.startswith("WFCTL UNKNOWN - no such run: x")
+
+
+MALFORMED = "postgresql://u:S3cretPW@h:5x/db"
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "reason"),
+    [
+        (("--dsn", MALFORMED, "doctor"), {}, "malformed connection string"),
+        (("doctor", "--dsn", MALFORMED), {}, "malformed connection string"),
+        (("doctor", "--min-age", "bogus"), {}, "--min-age"),
+        (("doctor", "--limit", "x"), {}, "--limit"),
+        (("doctor", "--no-such-flag"), {}, "No such option"),
+        (("doctor", "--only", "WF999"), {}, "WF999"),
+        (("--statement-timeout", "-5", "doctor"), {}, "--statement-timeout"),
+        (
+            ("doctor",),
+            {"PGSERVICEFILE": "/nonexistent/pg_service.conf", "PGSERVICE": "x"},
+            "service",
+        ),
+    ],
+)
+def test_failures_outside_the_database_are_unknown_to_monitoring(
+    run_cli,
+    wfctl_world: Db,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    env: dict[str, str],
+    reason: str,
+) -> None:
+    """A malformed DSN, a service file that is not there, a bad option: the monitoring formats
+    say UNKNOWN (exit 3) in their own shape, the textfile is rewritten; a person reading text
+    still gets the usage error (64)."""
+    dsn = () if env or "--dsn" in args else ("--dsn", wfctl_world.dsn)
+    target = tmp_path / "wfctl.prom"
+    status, _, _ = run_cli(
+        "--dsn", wfctl_world.dsn, "doctor", "-o", "prometheus", "--output", str(target)
+    )
+    assert status == 0 and value(metrics(target), "wfctl_doctor_up") == 1
+    with monkeypatch.context() as patch:
+        for var, val in env.items():
+            patch.setenv(var, val)
+        _say_unknown_in_every_monitoring_format(run_cli, (*dsn, *args), reason, target)
+
+
+def _say_unknown_in_every_monitoring_format(
+    run_cli: Any, args: tuple[str, ...], reason: str, target: Path
+) -> None:
+    status, out, err = run_cli(*args, "-o", "prometheus", "--output", str(target))
+    assert status == 3 and out == "" and reason in err and err.count("\n") == 1, (out, err)
+    bad = metrics(target)
+    assert value(bad, "wfctl_doctor_up") == 0 and value(bad, "wfctl_doctor_exit_code") == 3
+    assert reason in bad["wfctl_doctor_error"].samples[0].labels["reason"]
+    assert list(target.parent.iterdir()) == [target]
+    status, out, err = run_cli(*args, "--format", "nagios")
+    assert status == 3 and out.startswith("WFCTL UNKNOWN - usage error: ") and reason in out
+    assert out.count("\n") == 1 and err.startswith("wfctl: error:")
+    status, out, _ = run_cli(*args, "-f", "jsonl")
+    [line] = [json.loads(x) for x in out.splitlines()]
+    assert status == 3 and line["status"] == "unknown" and line["exit_code"] == 3
+    assert reason in line["error"]
+    for fmt in ("text", "json"):
+        status, out, err = run_cli(*args, "--format", fmt)
+        assert status == 64 and out == "" and reason in err, (fmt, out, err)
+    assert "S3cretPW" not in out + err + target.read_text()

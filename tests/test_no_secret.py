@@ -54,9 +54,24 @@ def test_a_malformed_dsn_never_prints_its_password(run_cli, monkeypatch, dsn: st
         assert status == 64 and "malformed connection string" in err, err
     for var in ("WFCTL_DATABASE_URL", "DATABASE_URL"):
         monkeypatch.setenv(var, dsn)
-        for status, _, err in sweep(run_cli, [("info",), ("--format", "nagios", "doctor")]):
+        for status, _, err in sweep(run_cli, [("info",)]):
             assert status == 64 and var in err, err
+        # a monitoring format says UNKNOWN in its own line (exit 3), still without the secret
+        for status, out, err in sweep(run_cli, [("--format", "nagios", "doctor")]):
+            assert status == 3 and var in err and var in out, (out, err)
+            assert out.startswith("WFCTL UNKNOWN - usage error: malformed connection string")
         monkeypatch.delenv(var)
+
+
+@pytest.mark.parametrize(
+    "setting", ["sslmode=bogus", "options='-c statement_timeout=x'", "connect_timeout=x"]
+)
+def test_an_invalid_setting_never_prints_the_password(
+    run_cli, wfctl_world: Db, setting: str
+) -> None:
+    dsn = f"{with_password(wfctl_world.dsn)} {setting}"
+    for status, _, err in sweep(run_cli, [("--dsn", dsn, "info")]):
+        assert status == 64, err
 
 
 def test_connection_failures_never_print_the_password(run_cli, pg_server: Server) -> None:

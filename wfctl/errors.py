@@ -70,3 +70,9 @@ class Interrupted(WfctlError):
 
     def one_line(self) -> str:
         return " ".join(self.message.split())
+
+
+def no_such_run(run_id: str, hint: str = "`wfctl runs list` shows the runs") -> WfctlError:
+    """A run id the world does not hold: the same line and exit 3 (UNKNOWN) for every
+    command (`runs show`, `runs cancel`, `runs fork`, `runs list --after`, `doctor --run`)."""
+    return WfctlError(f"no such run: {run_id}", hint=hint, status=ExitStatus.UNKNOWN)

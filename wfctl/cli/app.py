@@ -38,6 +38,8 @@ It finds runs wedged by half-written state (an entity row without its event), re
   wfctl --format json info | jq .era           machine-readable output
 """
 
+COMPLETE_VAR = "_WFCTL_COMPLETE"  # the shell scripts ask wfctl for candidates through it
+
 # Shared with wfctl.cli.shared, which accepts the same options after every command.
 FORMAT_FLAGS = ("--format", "-f", "-o")
 FORMAT_HELP = (
@@ -122,14 +124,23 @@ def global_options(
     statement_timeout: Annotated[
         int,
         typer.Option(
-            "--statement-timeout", metavar="MS", help="Per-statement limit in ms; 0 disables."
+            "--statement-timeout",
+            metavar="MS",
+            min=0,
+            help="Per-statement limit in ms; 0 disables.",
         ),
     ] = 30_000,
     lock_timeout: Annotated[
-        int, typer.Option("--lock-timeout", metavar="MS", help="Lock wait limit in ms; 0 disables.")
+        int,
+        typer.Option(
+            "--lock-timeout", metavar="MS", min=0, help="Lock wait limit in ms; 0 disables."
+        ),
     ] = 5_000,
     connect_timeout: Annotated[
-        int, typer.Option("--connect-timeout", metavar="S", help="Connection attempt limit in s.")
+        int,
+        typer.Option(
+            "--connect-timeout", metavar="S", min=1, help="Connection attempt limit in s."
+        ),
     ] = 10,
     version: Annotated[
         bool,
@@ -145,11 +156,19 @@ def global_options(
     from wfctl.connection.dsn import resolve_dsn
 
     output = Output(format=output_format, no_color=no_color, verbose=verbose)
-    timeouts = Timeouts(
-        statement_ms=max(0, statement_timeout),
-        lock_ms=max(0, lock_timeout),
-        connect_s=max(1, connect_timeout),
+    flags = {
+        "statement_ms": "statement_timeout",
+        "lock_ms": "lock_timeout",
+        "connect_s": "connect_timeout",
+    }
+    given = frozenset(field for field, name in flags.items() if _given(ctx, name))
+    timeouts = Timeouts(statement_timeout, lock_timeout, connect_timeout, given=given)
+    ctx.obj = State(
+        Target(resolve_dsn(dsn), timeouts), output, lock_timeout_given="lock_ms" in given
     )
-    source = ctx.get_parameter_source("lock_timeout")
-    given = getattr(source, "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
-    ctx.obj = State(Target(resolve_dsn(dsn), timeouts), output, lock_timeout_given=given)
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """The option was typed (or came from the environment), not left at its default."""
+    source = ctx.get_parameter_source(name)
+    return getattr(source, "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")

@@ -19,13 +19,13 @@ def _query(ctx: Any, name: str, incomplete: str) -> list[str]:
     """Rows of `sql/complete/<name>.sql` for `incomplete`; [] on any error or no DSN."""
     try:
         from wfctl import sql
-        from wfctl.connection.db import Target, Timeouts, connect, read_only
+        from wfctl.connection.db import LIMITS, Target, Timeouts, connect, read_only
         from wfctl.connection.dsn import resolve_dsn
 
         dsn = resolve_dsn(ctx.find_root().params.get("dsn"))
         if dsn.is_embedded:
             return []
-        target = Target(dsn, Timeouts(statement_ms=1000, lock_ms=1000, connect_s=2))
+        target = Target(dsn, Timeouts(1000, 1000, 2, given=LIMITS))
         with connect(target, autocommit=True) as conn, read_only(conn):
             rows = conn.execute(
                 sql.load(f"complete/{name}"), {"prefix": incomplete, "limit": LIMIT}

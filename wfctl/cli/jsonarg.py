@@ -1,7 +1,9 @@
 """JSON given on the command line (`wfctl run ... ARGS`, `wfctl hooks resume --payload`).
 
 Python's json module accepts `NaN` and `Infinity`, which no other JSON reader does (the Node
-runtime's included: a run would carry a value its own tools cannot read back), and a deeply
+runtime's included: a run would carry a value its own tools cannot read back), and reads a
+number beyond a double's range (`1e400`) as infinity, the same value by another spelling;
+a deeply
 nested document overflows the interpreter's stack (here or when it is encoded). Both are
 usage errors, said in one line.
 """
@@ -9,6 +11,7 @@ usage errors, said in one line.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from wfctl.errors import UsageError
@@ -20,10 +23,17 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_number(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is beyond the range of a JSON number (a double)")
+    return number
+
+
 def load(text: str, what: str, hint: str | None = None) -> Any:
     """`text` parsed as strict JSON, or a UsageError naming `what`."""
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_number)
     except RecursionError:
         raise UsageError(f"{what} is nested too deeply", hint=hint) from None
     except ValueError as exc:  # JSONDecodeError, or NaN/Infinity

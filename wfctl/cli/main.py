@@ -19,6 +19,7 @@ from typing import Any
 import typer
 
 from wfctl.cli import shared
+from wfctl.cli.app import COMPLETE_VAR
 from wfctl.cli.coerce import PlainValueError, import_rich_help
 from wfctl.cli.output import clean
 from wfctl.errors import ExitStatus, Interrupted, WfctlError
@@ -29,9 +30,9 @@ from wfctl.errors import ExitStatus, Interrupted, WfctlError
 
 def main(argv: list[str] | None = None) -> int:
     """Run wfctl with `argv` (default: sys.argv[1:]) and return the exit status."""
+    previous = _sigterm_as_interrupt()  # first: a stop request is honoured from here on
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") or a.startswith("-vv") for a in args)
-    previous = _sigterm_as_interrupt()
     completing = bool(os.environ.get(COMPLETE_VAR))  # a Tab press: no args, and no help
     if completing:
         _completion_protocol()
@@ -42,8 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     except WfctlError as exc:
         if verbose and not isinstance(exc, Interrupted):  # a signal is not a failure to debug
             traceback.print_exc()
+        status = int(exc.status)
+        if status == ExitStatus.USAGE and _monitoring_heard(args, exc.message):
+            status = int(ExitStatus.UNKNOWN)
         print(clean(exc.one_line(), one_line=True), file=sys.stderr)
-        return int(exc.status)
+        return status
     except typer.Exit as exc:
         return int(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
@@ -53,8 +57,12 @@ def main(argv: list[str] | None = None) -> int:
         if _is_usage_error(exc):
             if type(exc).__name__ == "NoArgsIsHelpError":
                 return int(ExitStatus.OK)  # `wfctl runs`: the group's help is already printed
-            print(clean(f"wfctl: error: {usage_line(exc)}", one_line=True), file=sys.stderr)
-            return int(ExitStatus.USAGE)
+            line = usage_line(exc)
+            status = int(ExitStatus.USAGE)
+            if _monitoring_heard(args, line.rsplit(" (hint: ", 1)[0]):
+                status = int(ExitStatus.UNKNOWN)
+            print(clean(f"wfctl: error: {line}", one_line=True), file=sys.stderr)
+            return status
         # Anything else is a bug: still one line, still no secrets.
         from wfctl.connection.dsn import mask_text
 
@@ -75,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-COMPLETE_VAR = "_WFCTL_COMPLETE"  # the shell scripts ask for candidates through it
+def _monitoring_heard(args: list[str], reason: str) -> bool:
+    """A usage error of `doctor` in a monitoring format is UNKNOWN there: its line, its
+    textfile (wfctl.cli.monitoring, imported on this path only); whether it was said."""
+    from wfctl.cli import monitoring
+
+    return monitoring.usage_failure(args, reason)
 
 
 def _completion_protocol() -> None:
@@ -146,7 +159,9 @@ def _plain(error: dict[str, Any]) -> str:
 
 def _sigterm_as_interrupt() -> Any:
     """SIGTERM (systemd, kubectl delete, `timeout`) ends wfctl as Ctrl-C does: exit 130 with
-    the same message and hints. `wfctl worker` installs its own handler while it serves."""
+    the same message and hints. `wfctl worker` installs its own handler while it serves.
+    SIGINT is Python's own KeyboardInterrupt from the interpreter's start, or, inherited
+    ignored (a script's background job), stays ignored (wfctl.signals)."""
     try:
         return signal.signal(signal.SIGTERM, _raise_interrupt)
     except ValueError:  # not the main thread (an embedding application): leave it alone

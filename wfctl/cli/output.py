@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -59,8 +60,24 @@ def _jsonable(value: Any) -> Any:
 
 
 def dumps(obj: Any) -> str:
-    """JSON as every command prints it (datetimes in the one timestamp form)."""
-    return json.dumps(obj, indent=2, sort_keys=False, default=_jsonable)
+    """JSON as every command prints it (datetimes in the one timestamp form), strict: a
+    non-finite number (stored by another writer, or computed) is `null`, as JavaScript's
+    JSON.stringify writes it, never the `Infinity`/`NaN` tokens strict parsers reject."""
+    try:
+        return json.dumps(obj, indent=2, sort_keys=False, default=_jsonable, allow_nan=False)
+    except ValueError:  # a non-finite float somewhere: the rare case pays for the walk
+        return json.dumps(finite(obj), indent=2, sort_keys=False, default=_jsonable)
+
+
+def finite(value: Any) -> Any:
+    """`value` with every non-finite float replaced by None (JSON.stringify's `null`)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
 
 
 class Format(enum.StrEnum):

@@ -6,17 +6,18 @@ The root group lists the commands from `COMMANDS` (name, module, the one line th
 shows) and imports a command's module only when that command is run, its help shown or its
 arguments completed. `tests/test_cli_startup.py` checks that this table matches the commands
 the modules register, and which modules each start-up path imports.
+
+This module imports no other part of wfctl: the root group is handed its loader
+(`wfctl.cli.shared.load_command`) when `shared.build()` makes the click tree, so the app,
+this table and the shared options form no import circle.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from typer.core import TyperCommand, TyperGroup
-
-if TYPE_CHECKING:
-    import typer
 
 
 class Entry(NamedTuple):
@@ -68,20 +69,16 @@ COMMANDS: dict[str, Entry] = {
 }
 
 
-def load_all() -> None:
-    """Import every command module (tests and doc generators walk the whole tree)."""
-    for entry in COMMANDS.values():
-        importlib.import_module(entry.module)
-
-
 class LazyGroup(TyperGroup):
     """The root group: lists `COMMANDS`, imports a command's module when it is resolved.
 
     While the root help or the root's completion lists commands (`_listing`), a command not
-    yet loaded is stood in for by a light stub carrying its name and summary.
+    yet loaded is stood in for by a light stub carrying its name and summary. `loader` turns
+    a name into its click command (set by `wfctl.cli.shared.build()`).
     """
 
     _listing = False
+    loader: Callable[[str], Any] | None = None
 
     def list_commands(self, ctx: Any) -> list[str]:
         return [*COMMANDS, *(n for n in self.commands if n not in COMMANDS)]
@@ -95,15 +92,10 @@ class LazyGroup(TyperGroup):
         return self.load(cmd_name)
 
     def load(self, name: str) -> Any:
-        """Import `name`'s module and build its click command (shared options, help fixes)."""
-        import typer.main
-
-        from wfctl.cli import shared
-        from wfctl.cli.app import app
-
-        importlib.import_module(COMMANDS[name].module)
-        command = _command_from_app(app, name, typer.main)
-        shared.decorate(command, f"wfctl {name}")
+        """Import `name`'s module and keep its click command (shared options, help fixes)."""
+        if self.loader is None:
+            raise LookupError("the root group was not made by wfctl.cli.shared.build()")
+        command = self.loader(name)
         self.commands[name] = command
         return command
 
@@ -134,25 +126,3 @@ class LazyGroup(TyperGroup):
                     names = ", ".join(repr(m) for m in matches)
                     exc.message = f"{message.rstrip('.')}. Did you mean {names}?"  # type: ignore[attr-defined]
             raise
-
-
-def _command_from_app(app: typer.Typer, name: str, typer_main: Any) -> Any:
-    """The click command typer builds for the command or group registered as `name`."""
-    for info in app.registered_commands:
-        callback_name = getattr(info.callback, "__name__", "")
-        if (info.name or typer_main.get_command_name(callback_name)) == name:
-            return typer_main.get_command_from_info(
-                info,
-                pretty_exceptions_short=app.pretty_exceptions_short,
-                rich_markup_mode=app.rich_markup_mode,
-            )
-    for group in app.registered_groups:
-        solved = typer_main.solve_typer_info_defaults(group)
-        if solved.name == name:
-            return typer_main.get_group_from_info(
-                group,
-                pretty_exceptions_short=app.pretty_exceptions_short,
-                suggest_commands=app.suggest_commands,
-                rich_markup_mode=app.rich_markup_mode,
-            )
-    raise LookupError(f"{COMMANDS[name].module} registers no command {name!r}")

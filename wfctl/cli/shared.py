@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 import inspect
 from typing import Annotated, Any
 
@@ -29,6 +30,7 @@ import typer.main
 from wfctl.cli.app import DSN_HELP, FORMAT_FLAGS, FORMAT_HELP, State, app
 from wfctl.cli.coerce import fast
 from wfctl.cli.output import Format
+from wfctl.cli.registry import COMMANDS, LazyGroup
 
 PANEL = "Global options (also accepted before the command)"
 NO_SHARED_OPTIONS = frozenset({"wfctl completion"})
@@ -78,14 +80,14 @@ def _late_verbose(ctx: typer.Context, value: int | None) -> None:
 
 def _late_limit(field: str) -> Any:
     """`COMMAND --lock-timeout MS` (and the other limits): as before the command, and wins."""
-    floor = 1 if field == "connect_s" else 0
 
     def late(ctx: typer.Context, value: int | None) -> None:
         st = _root_state(ctx)
         if st is not None and value is not None:
             from wfctl.connection.db import Target
 
-            limits = dataclasses.replace(st.target.timeouts, **{field: max(floor, value)})
+            given = st.target.timeouts.given | {field}
+            limits = dataclasses.replace(st.target.timeouts, **{field: value}, given=given)
             st.target = Target(st.target.dsn, limits)
             if field == "lock_ms":
                 st.lock_timeout_given = True
@@ -112,8 +114,15 @@ def _late_option(*flags: str, metavar: str, help: str, callback: Any) -> Any:
 def _limit(flag: str, metavar: str, what: str, field: str) -> Any:
     """A session limit's option (`connection.db.Timeouts.<field>`)."""
     disables = "" if field == "connect_s" else "; 0 disables"
-    return _late_option(
-        flag, metavar=metavar, help=f"{what}{disables}.", callback=_late_limit(field)
+    return typer.Option(
+        flag,
+        metavar=metavar,
+        help=f"{what}{disables}.",
+        callback=_late_limit(field),
+        expose_value=False,
+        show_default=False,
+        rich_help_panel=PANEL,
+        min=1 if field == "connect_s" else 0,
     )
 
 
@@ -165,20 +174,48 @@ def build(load_all: bool = False) -> Any:
     """The click command tree of `app` with shared options, placeholders and re-flowed help.
 
     Commands whose modules are not imported yet are loaded by the root group when resolved
-    (`wfctl.cli.registry`); `load_all` imports every one first (tests walk the whole tree).
+    (`wfctl.cli.registry.LazyGroup`, through `load_command`); `load_all` imports every one
+    first (tests walk the whole tree).
     """
     if load_all:
-        from wfctl.cli.registry import load_all as import_commands
-
-        import_commands()
+        for entry in COMMANDS.values():
+            importlib.import_module(entry.module)
     root = typer.main.get_command(app)
+    assert isinstance(root, LazyGroup), "wfctl.cli.app.app's root group is a LazyGroup"
+    root.loader = load_command
     _visit(root, "wfctl", _shared(), is_root=True)
     return root
 
 
-def decorate(command: Any, path: str) -> None:
-    """Shared options and help fixes for a command the root group loaded lazily."""
-    _visit(command, path, _shared())
+def load_command(name: str) -> Any:
+    """Import `name`'s module (it registers the command on `app`) and return its click
+    command with the shared options and help fixes."""
+    importlib.import_module(COMMANDS[name].module)
+    command = _command_from_app(name)
+    _visit(command, f"wfctl {name}", _shared())
+    return command
+
+
+def _command_from_app(name: str) -> Any:
+    """The click command typer builds for the command or group registered as `name`."""
+    for info in app.registered_commands:
+        callback_name = getattr(info.callback, "__name__", "")
+        if (info.name or typer.main.get_command_name(callback_name)) == name:
+            return typer.main.get_command_from_info(
+                info,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=app.rich_markup_mode,
+            )
+    for group in app.registered_groups:
+        solved = typer.main.solve_typer_info_defaults(group)
+        if solved.name == name:
+            return typer.main.get_group_from_info(
+                group,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                suggest_commands=app.suggest_commands,
+                rich_markup_mode=app.rich_markup_mode,
+            )
+    raise LookupError(f"{COMMANDS[name].module} registers no command {name!r}")
 
 
 def _shared() -> list[Any]:

@@ -78,6 +78,9 @@ def validate_dsn(dsn: str, source: str) -> str:
         port = str(parts.get("port") or "")
         if port and not all(p.strip().isdigit() for p in port.split(",")):
             raise psycopg.ProgrammingError(f"invalid port {port!r}")
+        timeout = str(parts.get("connect_timeout") or "").strip()
+        if timeout and not re.fullmatch(r"-?[0-9]+", timeout):
+            raise psycopg.ProgrammingError(f"invalid connect_timeout {timeout!r} (whole seconds)")
     except psycopg.ProgrammingError as exc:
         # libpq's message quotes the token it choked on, which may be (part of) the password.
         reason = scrub_libpq_message(str(exc).splitlines()[0] if str(exc) else "unparseable")

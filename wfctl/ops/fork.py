@@ -31,7 +31,7 @@ from typing import Any
 import psycopg
 
 from wfctl import sql
-from wfctl.errors import RefusedError, UsageError
+from wfctl.errors import RefusedError, UsageError, no_such_run
 from wfctl.ops import audit
 from wfctl.runtime.engine import (
     PATCH_MARKER_PREFIX,
@@ -86,7 +86,7 @@ def plan(
     """Read the source and decide what the fork copies; refuse what it cannot copy."""
     run = store.read_run(source_id)
     if run is None:
-        raise UsageError(f"no run {source_id}", hint="`wfctl runs list` shows the runs")
+        raise no_such_run(source_id)
     python = run.deployment_id == DEPLOYMENT_ID
     log = store.read_events(source_id)
     if not any(e.type == "run_created" for e in log):

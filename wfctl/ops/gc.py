@@ -26,6 +26,7 @@ from typing import Any
 import psycopg
 
 from wfctl import sql
+from wfctl.clock import timestamp
 from wfctl.connection.db import read_only
 from wfctl.ops import audit, flight
 from wfctl.world.model import World
@@ -95,12 +96,12 @@ class GcReport:
             "applied": self.applied,
             "complete": self.complete,
             "stopped": self.stopped or None,
-            "cutoff_utc": self.cutoff.isoformat(),
+            "cutoff_utc": timestamp(self.cutoff),
             "older_than_seconds": self.older_than.total_seconds(),
             "candidates": self.candidates,
             "candidates_by_status": self.by_status or None,
-            "oldest_completion_utc": self.oldest.isoformat() if self.oldest else None,
-            "newest_completion_utc": self.newest.isoformat() if self.newest else None,
+            "oldest_completion_utc": timestamp(self.oldest),
+            "newest_completion_utc": timestamp(self.newest),
             ("deleted" if self.applied else "would_delete"): self.counts,
             # a dry run knows the retained tokens; locks and jobs are seen at apply time
             "deferred": self.deferred,
@@ -265,7 +266,7 @@ def _batch(
             run_id="*",
             reason=reason,
             details={
-                "cutoff_utc": report.cutoff.isoformat(),
+                "cutoff_utc": timestamp(report.cutoff),
                 "older_than_seconds": options.older_than.total_seconds(),
                 "deleted": counts,
                 "run_ids": todo,

@@ -53,6 +53,11 @@ def shown(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
+def _params(params: dict[str, Any]) -> str:
+    """A row change's parameters in a plan line: JSON values, never a Python repr."""
+    return "{" + ", ".join(f"{k}: {shown(v)}" for k, v in params.items()) + "}"
+
+
 @dataclass(frozen=True)
 class NewEvent:
     """One event to append, with where it goes."""
@@ -97,7 +102,7 @@ class Action:
         out += [f"append {e.summary()}" for e in self.events]
         if self.fail_jobs:
             out.append(f"permanently fail jobs {self.fail_jobs}")
-        out += [f"{name.rpartition('/')[2]} {params}" for name, params in self.row_changes]
+        out += [f"{n.rpartition('/')[2]} {_params(p)}" for n, p in self.row_changes]
         if self.wake_up:
             out.append("enqueue one {runId} wake-up job")
         return out + self.notes

@@ -144,7 +144,8 @@ def _finding(lock: dict[str, Any]) -> Finding:
         str(lock["id"]),
         lock["locked_at"],
         False,
-        f"job {lock['id']} (key {lock['key']}) locked by {lock['locked_by']} since "
+        f"job {lock['id']}{' (key ' + str(lock['key']) + ')' if lock['key'] else ''} locked by"
+        f" {lock['locked_by']} since "
         f"{timestamp(lock['locked_at'])} ({format_duration(lock['held'])})",
     )
 

@@ -578,15 +578,14 @@ class AsyncClient:
     async def _wait(self, handle: _Handle, timeout: float | None) -> Any:
         if self._sync._connect_fn is not None:  # a custom connect: wait in a thread
             return await asyncio.to_thread(self._sync._wait, handle, timeout)
-        from wfctl.connection.db import APPLICATION_NAME
+        from wfctl.connection.db import APPLICATION_NAME, session_settings
 
         target = self._sync._target
         assert target is not None
+        conninfo = target.conninfo()
+        keywords, _, _ = session_settings(target, conninfo)  # the DSN's connect_timeout wins
         conn = await psycopg.AsyncConnection.connect(
-            target.conninfo(),
-            autocommit=True,
-            application_name=APPLICATION_NAME,
-            connect_timeout=target.timeouts.connect_s,
+            conninfo, autocommit=True, application_name=APPLICATION_NAME, **keywords
         )
         try:
             return await _listen_async(conn, handle, timeout)

@@ -19,8 +19,7 @@ from typer.completion import (  # type: ignore[attr-defined]
     get_completion_script,
 )
 
-from wfctl.cli.app import app
-from wfctl.cli.main import COMPLETE_VAR
+from wfctl.cli.app import COMPLETE_VAR, app
 
 completion_init()  # register typer's bash/zsh/fish handlers for the callback protocol
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sys
-import tempfile
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
@@ -14,9 +12,9 @@ from typing import Annotated
 import psycopg
 import typer
 
-from wfctl.cli import complete
+from wfctl.cli import complete, monitoring
 from wfctl.cli.app import State, app, state
-from wfctl.cli.output import Format, Output
+from wfctl.cli.output import Format, Output, finite
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.connection.dsn import mask_text
@@ -152,35 +150,34 @@ def doctor_command(
       wfctl doctor --incremental          # cron: the findings of --all, cheaper
     """
     st = state(ctx)
-    if explain:
+    if explain:  # a lookup for a person, not a check: its usage errors stay usage errors
         _explain(st.output, registry.get(explain))
         return
-    fmt = st.output.require(*Format)
-    options = doctor.DoctorOptions(
-        min_age=parse_duration(min_age, "--min-age"),
-        all_runs=all_runs,
-        run_ids=tuple(run or ()),
-        since=parse_duration(since, "--since") if since else None,
-        limit=limit,
-        attempt_threshold=attempt_threshold,
-        job_prefix=job_prefix,
-        work_mem=_work_mem(work_mem),
-        jobs=jobs or (DEFAULT_HISTORY_JOBS if (all_runs or incremental) else 1),
-    )
-    checks = registry.select(only)
-    if incremental and (run or since or only):
-        raise UsageError("--incremental checks every run: it takes no --run, --since or --only")
-    if output_file is not None and not output_file.parent.is_dir():
-        raise UsageError(f"--output: directory {output_file.parent} does not exist")
+    fmt = st.output.format
     try:
+        st.output.require(*Format)
+        options = doctor.DoctorOptions(
+            min_age=parse_duration(min_age, "--min-age"),
+            all_runs=all_runs,
+            run_ids=tuple(run or ()),
+            since=parse_duration(since, "--since") if since else None,
+            limit=limit,
+            attempt_threshold=attempt_threshold,
+            job_prefix=job_prefix,
+            work_mem=_work_mem(work_mem),
+            jobs=jobs or (DEFAULT_HISTORY_JOBS if (all_runs or incremental) else 1),
+        )
+        checks = registry.select(only)
+        if incremental and (run or since or only):
+            raise UsageError("--incremental checks every run: it takes no --run, --since or --only")
+        if output_file is not None and not output_file.parent.is_dir():
+            raise UsageError(f"--output: directory {output_file.parent} does not exist")
         report = _diagnose(st, options, checks, incremental, clock_skew, run or [])
     except Exception as exc:
-        if not isinstance(exc, UsageError):
-            _say_unknown(st, fmt, output_file, exc)
-        raise
+        raise _say_unknown(st, fmt, output_file, exc) from None
     text = _render(st, fmt, report, problems)
     if output_file is not None:
-        _write_atomically(output_file, text)
+        monitoring.write_atomically(output_file, text)
         st.output.message(f"wrote {output_file}")
     elif text:
         st.output.data(text)
@@ -216,26 +213,25 @@ def _diagnose(
     return report
 
 
-def _say_unknown(st: State, fmt: Format, output_file: Path | None, exc: Exception) -> None:
-    """Doctor could not run: monitoring must hear it. Nagios gets its UNKNOWN line on stdout,
-    the Prometheus textfile is rewritten with exit code 3 (a stale file would keep the last
-    good verdict alive), jsonl a line saying so; the error line on stderr follows as always."""
+def _say_unknown(st: State, fmt: Format, output_file: Path | None, exc: Exception) -> Exception:
+    """Doctor could not run: monitoring must hear it (wfctl.cli.monitoring). Nagios gets its
+    UNKNOWN line on stdout, the Prometheus textfile is rewritten with exit code 3 (a stale file
+    would keep the last good verdict alive), jsonl a line saying so; a usage error is UNKNOWN
+    there too (exit 3), and stays exit 64 in the other formats. Returns what to raise: the
+    error line on stderr follows as always."""
+    if fmt not in monitoring.MONITORING:
+        return exc
     reason = exc.message if isinstance(exc, WfctlError) else f"internal error: {exc}"
+    if isinstance(exc, UsageError):
+        reason = f"usage error: {reason}"
     reason = mask_text(" ".join(reason.split()), st.target.dsn.conninfo)
     status = exc.status if isinstance(exc, WfctlError) else ExitStatus.UNKNOWN
-    text = ""
-    if fmt is Format.NAGIOS:
-        text = doctor_render.nagios_failure(reason)
-    elif fmt is Format.PROMETHEUS:
-        text = doctor_render.prometheus_failure(reason, int(status), st.target.dsn.masked)
-    elif fmt is Format.JSONL:
-        text = doctor_render.jsonl_failure(reason, int(status), st.target.dsn.masked)
-    if not text:
-        return
-    if output_file is not None:
-        _write_atomically(output_file, text)
-    else:
-        st.output.data(text.rstrip("\n"))
+    if status is ExitStatus.USAGE:
+        status = ExitStatus.UNKNOWN
+        assert isinstance(exc, WfctlError)
+        exc = WfctlError(exc.message, hint=exc.hint, status=status)
+    monitoring.say_failure(fmt, output_file, reason, int(status), st.target.dsn.masked)
+    return exc
 
 
 def _incremental(
@@ -317,7 +313,7 @@ def _render(st: State, fmt: Format, report: doctor.Report, problems: bool = Fals
     if fmt is Format.JSON:
         import json
 
-        return json.dumps(report.as_dict(), indent=2, default=str)
+        return json.dumps(finite(report.as_dict()), indent=2, default=str, allow_nan=False)
     if fmt is Format.JSONL:
         return "\n".join(doctor_render.jsonl(report, st.target.dsn.masked))
     if fmt is Format.PROMETHEUS:
@@ -333,19 +329,6 @@ def _render(st: State, fmt: Format, report: doctor.Report, problems: bool = Fals
         rows = [row for row in rows if row[0] in keep]
     output.table(doctor_render.HEADERS, rows, optional=("sample runs",))
     return "\n".join(doctor_render.details(report))
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write beside the target and rename: the collector never reads a half-written file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _explain(output: Output, check: Check) -> None:

@@ -51,7 +51,8 @@ def resume_hook(
     if payload_json is not None:
         payload = jsonarg.load(payload_json, "the payload")
     data = serde.dumps(payload, "a hook payload")
-    with runtime_store(st, allow_node_peer=True, create_world=False) as store:
+    doing = "resuming a hook"
+    with runtime_store(st, allow_node_peer=True, create_world=False, doing=doing) as store:
         world = model.inspect(store.conn, with_drift=False)
         woken: list[int] = []
 

@@ -13,9 +13,10 @@ from psycopg.rows import dict_row
 from wfctl import sql
 from wfctl.cli import complete
 from wfctl.cli.app import app, state
-from wfctl.cli.output import Format, Output
+from wfctl.cli.output import Format, Output, clean
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import missing_runs
+from wfctl.doctor import registry as checks
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, Interrupted, RefusedError, UsageError
 from wfctl.repair import runner, wf135
@@ -147,7 +148,8 @@ def repair(
     unlock = _unlock_options(unlock_older_than, unlock_dead_worker, force_min_age)
     options = runner.RepairOptions(
         min_age=age,
-        only=tuple(c.strip().upper() for item in only or () for c in item.split(",") if c),
+        # doctor's parser: an unknown code is the same usage error (exit 64) in both
+        only=tuple(c.code for c in checks.select(only)) if only else (),
         run_ids=tuple(run or ()),
         all_runs=all_runs,
         limit=limit,
@@ -274,7 +276,8 @@ def _confirm_plan(
     plan = runner.repair(conn, world, options, apply=False, unlock=unlock)
     if plan.interrupted:
         raise Interrupted("wfctl: interrupted while planning, before the question: nothing written")
-    output.err.print(_text(plan), markup=False, highlight=False)
+    # verbatim: a long payload is not wrapped away from its key (`stack:` then nothing)
+    output.err.print(clean(_text(plan)), markup=False, highlight=False, soft_wrap=True)
     planned = sum(1 for i in plan.items if i.outcome == "planned")
     refused = sum(1 for i in plan.items if i.outcome == "refused")
     question = (
@@ -320,6 +323,8 @@ def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
 
 def _text(report: runner.RepairReport) -> str:
     verb = "applied" if report.applied else "plan (dry run: nothing written)"
+    if report.applied and report.items and all(i.outcome != "applied" for i in report.items):
+        verb = "nothing applied (every finding refused or skipped, as listed)"
     during = DURING.get(report.interrupted_during or "repair", "")
     stopped = f" (interrupted during {during})" if report.interrupted else ""
     lines = [f"wfctl repair: {verb}{stopped}"]

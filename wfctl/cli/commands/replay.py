@@ -8,18 +8,16 @@ from typing import Annotated
 import typer
 
 from wfctl import sql
-from wfctl.cli.app import app, state
+from wfctl.cli.app import state
 from wfctl.cli.commands.run import load_registry, runtime_store
-from wfctl.cli.commands.runs import runs_app
 from wfctl.cli.output import Format
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, UsageError
 from wfctl.runtime.registry import WorkflowDef, Workflows
 
-_ = app  # registered through runs_app
+# registered on `wfctl runs` by wfctl.cli.commands.runs (this module imports nothing of it)
 
 
-@runs_app.command("replay")
 def replay_command(
     ctx: typer.Context,
     run_ids: Annotated[

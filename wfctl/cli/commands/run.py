@@ -18,7 +18,7 @@ import typer
 from wfctl import sql
 from wfctl.cli import jsonarg, logs
 from wfctl.cli.app import State, app, state
-from wfctl.cli.output import Format
+from wfctl.cli.output import Format, finite
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
@@ -40,13 +40,16 @@ def runtime_store(
     queue: bool = False,
     reading: bool = False,
     create_world: bool = True,
+    doing: str = "running workflows",
 ) -> Iterator[Store]:
     """A store on the resolved database (the embedded server, bootstrapped, when no DSN).
     With `queue`, the worker's tables (wfctl's own branch) are added where missing.
     With `reading` (runs list/show), nothing is ever written: no bootstrap, and the store
     lives in one READ ONLY transaction, so a look at a fresh embedded server says "holds no
     world" as `info` and `doctor` do. Without `create_world` (acting on an existing run or
-    hook), an embedded server without a world is refused rather than bootstrapped."""
+    hook), an embedded server without a world is refused rather than bootstrapped. `doing`
+    names the action in an error line ("cancelling run wrun_..."); a privilege error names the
+    privileges the role lacks."""
     if reading:
         with connect(st.target, autocommit=True) as conn:
             try:
@@ -55,7 +58,7 @@ def runtime_store(
                     world.require_known()
                     yield Store(conn, slots=world.has_event_slots)
             except psycopg.Error as exc:
-                raise query_error(exc, st.target, "reading runs") from None
+                raise query_error(exc, st.target, "reading runs", conn) from None
         return
     with connect(st.target, autocommit=True) as conn:
         try:
@@ -81,7 +84,7 @@ def runtime_store(
                 )
             yield Store(conn, slots=world.has_event_slots)
         except psycopg.Error as exc:
-            raise query_error(exc, st.target, "running workflows") from None
+            raise query_error(exc, st.target, doing, conn) from None
 
 
 def refuse_node_peer(conn: psycopg.Connection[Any]) -> None:
@@ -241,7 +244,7 @@ def report_done(st: State, done: ex.Done, created_existing: bool = False) -> Non
         st.output.data(done.run_id)
         line = f"status: {done.status}"
         if done.status == "completed":
-            line += f"\noutput: {json.dumps(done.output, default=str)}"
+            line += f"\noutput: {json.dumps(finite(done.output), default=str, allow_nan=False)}"
         if done.error:
             line += f"\nerror: {done.error_code or ''} {done.error}".rstrip()
         st.output.data(line)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from datetime import timedelta
 from typing import Annotated, Any
@@ -23,11 +24,11 @@ from wfctl.cli.actions import (
 )
 from wfctl.cli.app import State, app, state
 from wfctl.cli.commands.run import runtime_store
-from wfctl.cli.output import Format
+from wfctl.cli.output import Format, finite
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
-from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
+from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError, no_such_run
 from wfctl.ops import bulk, fork
 from wfctl.ops.progress import Throttled
 from wfctl.runtime import serde
@@ -60,6 +61,11 @@ def show_value(value: Any) -> Any:
     if isinstance(value, list):
         return [show_value(v) for v in value]
     return value
+
+
+def as_json(value: Any) -> str:
+    """A payload in a text line: one line of strict JSON (`null`, not Python's `None`)."""
+    return json.dumps(finite(value), default=str, ensure_ascii=False, allow_nan=False)
 
 
 @runs_app.command("list")
@@ -109,7 +115,7 @@ def list_runs(
         if after is not None:
             found = store.conn.execute(sql.load("runtime/run_exists"), {"run_id": after})
             if not found.fetchone()[0]:  # type: ignore[index]
-                raise UsageError(f"--after: no run {after}", hint="give a run id the list showed")
+                raise no_such_run(after, hint="--after takes a run id the list showed")
         params = {"status": status, "name": name, "after": after, "limit": limit + 1}
         rows = store.conn.execute(sql.load("runtime/list_runs"), params).fetchall()
     more = len(rows) > limit
@@ -162,7 +168,7 @@ def show_run(
     with runtime_store(st, reading=True) as store:
         run = store.read_run(run_id)
         if run is None:
-            raise WfctlError(f"no run {run_id}", hint="`wfctl runs list` shows the runs")
+            raise no_such_run(run_id)
         params = {"run_id": run_id}
         steps = store.conn.execute(sql.load("runtime/run_steps"), params).fetchall()
         waits = store.conn.execute(sql.load("runtime/run_waits"), params).fetchall()
@@ -212,12 +218,12 @@ def show_run(
     lines = [
         f"run:       {run.id}  ({run.status})",
         f"workflow:  {run.name}",
-        f"input:     {report['input']}",
+        f"input:     {as_json(report['input'])}",
     ]
     if run.status == "completed":
-        lines.append(f"output:    {report['output']}")
+        lines.append(f"output:    {as_json(report['output'])}")
     if run.error is not None:
-        lines.append(f"error:     {run.error_code} {report['error']}")
+        lines.append(f"error:     {run.error_code or '-'} {as_json(report['error'])}")
     st.output.data("\n".join(lines))
     if report["steps"]:
         st.output.table(
@@ -315,13 +321,16 @@ def cancel_run(
         return
     if run_id is None:
         raise UsageError("give a RUN_ID, or --where KEY=VALUE to select runs")
-    with runtime_store(st, allow_node_peer=True, create_world=False) as store:
+    doing = f"cancelling run {run_id}"
+    with runtime_store(st, allow_node_peer=True, create_world=False, doing=doing) as store:
         try:
             if graceful:
                 before = store.request_cancel(run_id, reason)
             else:
                 before, audit_id = bulk.cancel_one(store, run_id, (reason or "").strip())
         except LookupError as exc:
+            if str(exc) == f"no run {run_id}":
+                raise no_such_run(run_id) from None
             raise WfctlError(str(exc), hint="`wfctl runs list` shows the runs") from None
     if graceful:
         _report_request(st, run_id, before)
@@ -514,7 +523,7 @@ def fork_run(
     source's input and a job under the same job prefix. A dry run showing what would be
     copied unless --apply (with --reason); then one transaction, audited. Refused: a prefix
     holding hooks, or a step that is still running at the cut (parallel steps).
-    Exit 0 forked (or dry run), 2 refused, 64 usage.
+    Exit 0 forked (or dry run), 2 refused, 3 no such run, 64 usage.
 
     [bold]Examples[/bold]
       wfctl runs fork wrun_01J... --from-step 3
@@ -525,7 +534,7 @@ def fork_run(
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
     reason_text = apply_flags(apply, dry_run, reason)
     dry_run = not apply
-    with runtime_store(st, allow_node_peer=True) as store:
+    with runtime_store(st, allow_node_peer=True, doing=f"forking run {run_id}") as store:
         world = model.inspect(store.conn, with_drift=False)
         forked = fork.plan(store, world, run_id, from_step, queue=queue, job_prefix=job_prefix)
         audit_id = None if dry_run else fork.apply(store, world, forked, reason_text)
@@ -547,6 +556,8 @@ runs_app.command("redrive", help="Alias of `wfctl runs wake`: redrive dead-lette
     wake_runs
 )
 
-# `runs replay` lives in its own module (it loads workflow code); importing it registers it on
-# runs_app, so `wfctl runs` (loaded lazily by the root group) offers it too.
-from wfctl.cli.commands import replay as _replay  # noqa: E402, F401
+# `runs replay` lives in its own module (it loads workflow code), registered here so that
+# `wfctl runs` (loaded lazily by the root group) offers it; it imports nothing of this module.
+from wfctl.cli.commands.replay import replay_command  # noqa: E402
+
+runs_app.command("replay")(replay_command)

@@ -19,6 +19,7 @@ from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import parse_duration
 from wfctl.errors import UsageError, WfctlError
 from wfctl.runtime.registry import Workflows
+from wfctl.signals import interruptible
 from wfctl.worker import queue as q
 from wfctl.worker.daemon import Worker, WorkerConfig
 
@@ -181,7 +182,9 @@ def worker_command(
         )
         worker.request_stop()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    # an ignored SIGINT stays ignored (docs/cli.md, "Signals"): SIGTERM stops the worker then
+    caught = [signal.SIGTERM, *interruptible()]
+    previous = {s: signal.signal(s, on_signal) for s in caught}
     try:
         worker.run()
     except psycopg.Error as exc:
