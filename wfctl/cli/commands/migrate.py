@@ -13,6 +13,7 @@ import psycopg
 import typer
 
 from wfctl.cli.app import app, state
+from wfctl.cli.migrate_progress import CliReporter
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.errors import ExitStatus, UsageError, WfctlError
@@ -120,7 +121,7 @@ def migrate(
         retries=retries,
     )
     try:
-        report = OnlineMigration(st.target, st.output, options).run()
+        report = OnlineMigration(st.target, CliReporter(st.output), options).run()
     except KeyboardInterrupt:
         raise WfctlError(
             "interrupted",
