@@ -12,12 +12,14 @@ from typing import Annotated
 import psycopg
 import typer
 
-from wfctl.cli.app import app, state
+from wfctl.cli.app import State, app, state
 from wfctl.cli.migrate_progress import CliReporter
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.errors import ExitStatus, UsageError, WfctlError
 from wfctl.migrate import package as package_mod
+from wfctl.migrate import road as road_mod
+from wfctl.migrate import state as state_mod
 from wfctl.migrate import status as status_mod
 from wfctl.migrate.online import OnlineMigration, Options, Report
 
@@ -80,19 +82,43 @@ def migrate(
         int,
         typer.Option("--retries", metavar="N", help="Retries after a lock timeout (0-100)."),
     ] = 10,
+    drain: Annotated[
+        bool,
+        typer.Option(
+            "--drain",
+            help="Road: wait (with progress) until the runs in flight that would fail have "
+            "ended, then migrate.",
+        ),
+    ] = False,
+    drain_timeout: Annotated[
+        int,
+        typer.Option(
+            "--drain-timeout",
+            metavar="SECONDS",
+            help="Road: give up --drain after this long (nothing written).",
+        ),
+    ] = 3600,
+    allow_failing_runs: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failing-runs",
+            help="Road: go on although runs in flight would fail after the upgrade (named).",
+        ),
+    ] = False,
 ) -> None:
     st = state(ctx)
     if ctx.invoked_subcommand is not None:
-        if online or swap or dry_run:
+        if online or swap or dry_run or drain or allow_failing_runs:
             raise UsageError(
-                f"--online/--swap/--dry-run do not combine with `migrate {ctx.invoked_subcommand}`",
+                "--online/--swap/--dry-run/--drain/--allow-failing-runs do not combine with "
+                f"`migrate {ctx.invoked_subcommand}`",
                 hint="see `wfctl migrate --help`",
             )
         if package is not None:
             ctx.meta["wfctl_migrate_package"] = package
         return
     if not online:
-        if swap or dry_run or package is not None:
+        if swap or dry_run or package is not None or drain or allow_failing_runs:
             raise UsageError("these options need --online", hint="see `wfctl migrate --help`")
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
@@ -112,7 +138,33 @@ def migrate(
         )
     if not 0 <= retries <= 100:
         raise UsageError("--retries must be between 0 and 100", hint="the default is 10")
+    if drain and allow_failing_runs:
+        raise UsageError(
+            "--drain and --allow-failing-runs exclude each other",
+            hint="--drain waits for the runs; --allow-failing-runs lets them fail",
+        )
+    if drain_timeout <= 0:
+        raise UsageError("--drain-timeout must be above 0 seconds", hint="the default is 3600")
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    if not swap and package is not None:
+        located = package_mod.locate(package)
+        if not _slot_era(st, located):
+            road_options = road_mod.RoadOptions(
+                package=located,
+                dry_run=dry_run,
+                lock_timeout_ms=lock_timeout,
+                retries=retries,
+                drain=drain,
+                drain_timeout_s=float(drain_timeout),
+                allow_failing_runs=allow_failing_runs,
+            )
+            _run_road(st, fmt, road_options)
+            return
+    if drain or allow_failing_runs:
+        raise UsageError(
+            "--drain/--allow-failing-runs belong to the road (--online --package DIR, no --swap)",
+            hint="see `wfctl migrate --help`",
+        )
     options = Options(
         swap=swap,
         package=package_mod.load(package) if package is not None else None,
@@ -135,6 +187,125 @@ def migrate(
         _print_report(st.output, report)
     if report.status:
         raise typer.Exit(int(report.status))
+
+
+def _slot_era(st: State, package: package_mod.Package) -> bool:
+    """Whether DIR's pending migrations swap the event key (the slot-era road, as before the
+    general road existed): `--online --package DIR` then prepares that swap."""
+    with connect(st.target) as conn:
+        try:
+            with read_only(conn):
+                recorded = state_mod.read(conn)
+        except psycopg.Error as exc:
+            raise query_error(exc, st.target, "reading the recorded migrations") from None
+    for entry in package.pending(recorded.max_created_at):
+        try:
+            if package.migration(entry).analyse().swaps_key:
+                return True
+        except WfctlError:
+            return False
+    return False
+
+
+def _run_road(st: State, fmt: Format, options: road_mod.RoadOptions) -> None:
+    try:
+        report = road_mod.Road(st.target, CliReporter(st.output), options).run()
+    except KeyboardInterrupt:
+        raise WfctlError(
+            "interrupted",
+            hint="every step is resumable; rerun the same command (`wfctl migrate status` "
+            "says where it stopped)",
+            status=ExitStatus.INTERRUPTED,
+        ) from None
+    if fmt is Format.JSON:
+        st.output.json(report.as_dict())
+    else:
+        st.output.data("\n".join(road_lines(report)))
+    if report.status:
+        raise typer.Exit(int(report.status))
+
+
+def road_lines(report: road_mod.RoadReport) -> list[str]:
+    """The road's plan (dry run) or outcome, as text."""
+    lines: list[str] = []
+    head = (
+        f"{report.world} ({report.source}) -> @workflow/world-postgres {report.target}, "
+        f"database {report.database!r}"
+    )
+    if report.dry_run:
+        lines.append(
+            f"plan for `wfctl migrate --online --package DIR`: {head}; nothing was written"
+        )
+    else:
+        lines.append(f"wfctl migrate --online --package DIR: {head}")
+    lines.append(f"package: {report.package}")
+    if report.resumed_from:
+        lines.append(f"an earlier run stopped: {report.resumed_from}")
+    if report.lock_holder:
+        lines.append(f"note: the wfctl migrate lock is held now by {report.lock_holder}")
+    lines.append(
+        f"recorded: {len(report.recorded)} migrations"
+        + (f", newest {report.newest_recorded}" if report.newest_recorded else "")
+    )
+    pending = [p["tag"] for p in report.pending]
+    lines.append(f"pending: {', '.join(pending) if pending else 'none'}")
+    if report.drizzle_skips:
+        lines.append(
+            "the package's own migrator would apply "
+            + (", ".join(report.drizzle_applies) or "nothing")
+            + " and SKIP "
+            + ", ".join(report.drizzle_skips)
+            + f": it applies a journal entry only when its `when` is newer than the newest "
+            f"recorded row ({report.newest_recorded}); wfctl applies them"
+        )
+    if report.runs or report.runs_note:
+        lines.append(
+            f"runs in flight: {len(report.runs)}"
+            + (f" ({report.runs_note})" if report.runs_note else "")
+        )
+        for r in report.runs[:20]:
+            lines.append(f"  - {r.run_id} {r.workflow_name} [{r.status}]: {r.fate}, {r.reason}")
+        if len(report.runs) > 20:
+            lines.append(f"  … and {len(report.runs) - 20} more (--format json lists all)")
+    if report.runs_policy:
+        lines.append(f"runs policy: {report.runs_policy}")
+    if report.dry_run:
+        lines.append(
+            f"locks: lock_timeout {report.lock_timeout_ms} ms per attempt, up to "
+            f"{report.retries} retries; no ACCESS EXCLUSIVE lock outlives one catalog statement"
+        )
+    current = None
+    n = 0
+    for step in report.steps:
+        if step.tag != current:
+            current = step.tag
+            n += 1
+            skip = " (drizzle's migrator would skip it)" if step.tag in report.drizzle_skips else ""
+            lines.append(f"{n}. {step.tag}{skip}")
+        if report.dry_run:
+            verb = "RUN " if step.action == "run" else "skip"
+            lines.append(f"   [{verb}] {step.kind}: {step.reason}")
+            for text in step.sql:
+                lines += [f"       {ln}" for ln in text.strip().splitlines()]
+            lines.append(f"       lock: {step.lock}")
+            if step.package_lock:
+                lines.append(f"       the package's migrator: {step.package_lock}")
+        else:
+            took = f" ({step.seconds:.2f} s" if step.seconds is not None else ""
+            if took and step.attempts and step.attempts > 1:
+                took += f", {step.attempts} attempts"
+            took += ")" if took else ""
+            lines.append(f"   {step.action} {step.kind}{took}: {step.reason}")
+    if not report.dry_run and report.catalog_release:
+        lines.append(
+            f"catalog: matches a fresh {report.catalog_release} world"
+            if not report.catalog_drift
+            else f"catalog drift from a fresh {report.catalog_release} world "
+            f"({len(report.catalog_drift)}):"
+        )
+        lines += [f"  - {d}" for d in report.catalog_drift]
+    lines.append(f"next: {report.advice}")
+    return lines
 
 
 def _print_report(output: Output, report: Report) -> None:
