@@ -335,7 +335,7 @@ class RoadOptions:
     drain: bool = False
     drain_timeout_s: float = 3600.0
     allow_failing_runs: bool = False
-    poll_s: float = 5.0
+    poll_s: float = 2.0
 
 
 @dataclass
@@ -361,6 +361,9 @@ class RoadReport:
     resumed_from: str | None = None
     catalog_release: str | None = None
     catalog_drift: list[str] = field(default_factory=list)
+    # Differences no online step can undo: columns another migrator appended before the ones
+    # wfctl adds (ADD COLUMN appends; only a table rewrite reorders). Nothing reads by position.
+    column_order: list[str] = field(default_factory=list)
     advice: str = ""
 
     @property
@@ -391,6 +394,7 @@ class RoadReport:
             "resumed_from": self.resumed_from,
             "catalog_release": self.catalog_release,
             "catalog_drift": self.catalog_drift,
+            "column_order": self.column_order,
             "advice": self.advice,
         }
 
@@ -563,11 +567,12 @@ class Road:
                 recorded_tags.append(hit.tag)
         if strangers:
             newest_when = max((e.when for e in package.entries), default=0)
-            if all((r.created_at or 0) > newest_when for r in strangers):
+            if any((r.created_at or 0) > newest_when for r in strangers):
                 names = ", ".join(f"{drizzle.identify(r.hash, r.created_at)}" for r in strangers)
                 raise RefusedError(
                     f"refused: a downgrade. The world records {len(strangers)} migration(s) "
-                    f"newer than anything {package.label} ships ({names})",
+                    f"that {package.label} does not ship, some newer than all it ships "
+                    f"({names})",
                     hint="nothing was written; give the package the world was made by, or a "
                     "newer one",
                 )
@@ -746,8 +751,6 @@ class Road:
             )
         if kind == "enum-move":
             return True, "moves the enums the block names (a no-op where already moved)"
-        assert action.name is not None
-        live = self._index(conn, action.name)
         if kind == "dedupe":
             target = next(
                 (a for a in p.actions if a.kind in ("build-index", "replace-index")), None
@@ -757,6 +760,8 @@ class Road:
                 if not run:
                     return False, f"{target.name} is built: no duplicate can exist"
             return True, "clears duplicates the unique index would refuse"
+        assert action.name is not None
+        live = self._index(conn, action.name)
         want = self._probe(conn, action)
         if kind == "build-index":
             if live is None:
@@ -1003,7 +1008,9 @@ class Road:
             release = releases.get(report.catalog_release)
             assert release is not None
             with read_only(conn):
-                report.catalog_drift = [d.text for d in catalog.compare(conn, release.catalog)]
+                found = [d.text for d in catalog.compare(conn, release.catalog)]
+            report.column_order = [d for d in found if d.endswith("column order differs")]
+            report.catalog_drift = [d for d in found if d not in report.column_order]
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -19,6 +19,7 @@ from wfctl.migrate import recognise
 from wfctl.migrate import state as state_mod
 from wfctl.migrate.online import Replaced, analyse_pending, plan_swap
 from wfctl.migrate.package import Package
+from wfctl.migrate.road import marker as road_marker
 from wfctl.migrate.state import KeyState
 from wfctl.world import drizzle, model
 
@@ -39,6 +40,7 @@ class StatusReport:
     pending: list[Replaced] = field(default_factory=list)
     never_applied: list[str] = field(default_factory=list)
     swap: str = ""
+    road: str | None = None  # where an interrupted `--online --package DIR` stopped
     blocking: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -89,6 +91,7 @@ class StatusReport:
             "pending": [_pending_dict(p, self) for p in self.pending],
             "never_applied": self.never_applied,
             "swap": self.swap,
+            "road_in_progress": self.road,
             "would_block": self.blocking,
             "warnings": self.warnings,
         }
@@ -139,6 +142,11 @@ def build(conn: psycopg.Connection[Any], package: Package | None) -> StatusRepor
     for row in report.invalid:
         who = f" (being built by pid {row['building_pid']})" if row["building_pid"] else ""
         report.warnings.append(f"INVALID index {row['index']}{who}")
+    report.road = road_marker(conn) if world.present else None
+    if report.road and holder is None:
+        report.warnings.append(
+            f"an interrupted migration: {report.road}; rerun the same command to resume"
+        )
     if package is not None and world.present:
         report.pending = analyse_pending(package, st)
         report.never_applied = _never_applied(package, st)
@@ -249,6 +257,9 @@ def text_lines(report: StatusReport) -> list[str]:
     ]
     if report.holder:
         lines.append(f"migrating:    the wfctl migrate lock is held by {report.holder}")
+    if report.road:
+        state = "running" if report.holder else "stopped (rerun the same command to resume)"
+        lines.append(f"road:         {report.road}; {state}")
     for row in report.invalid:
         who = f", being built by pid {row['building_pid']}" if row["building_pid"] else ""
         lines.append(f"INVALID:      {row['index']} on {row['table']}{who}")

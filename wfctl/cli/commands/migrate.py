@@ -304,6 +304,14 @@ def road_lines(report: road_mod.RoadReport) -> list[str]:
             f"({len(report.catalog_drift)}):"
         )
         lines += [f"  - {d}" for d in report.catalog_drift]
+        if report.column_order:
+            lines.append(
+                "note: column order differs from a fresh world on "
+                + ", ".join(d.split(":")[0].removeprefix("table ") for d in report.column_order)
+                + ": another migrator added later columns first (ADD COLUMN appends; only a "
+                "table rewrite reorders). Neither the package nor wfctl reads columns by "
+                "position; doctor's WF151 still lists it"
+            )
     lines.append(f"next: {report.advice}")
     return lines
 

@@ -1,0 +1,293 @@
+"""`wfctl migrate --online --package DIR`, the general road, proven with the real packages.
+
+Worlds are made by the real releases' own setups (4.1.1's `workflow-postgres-setup`, 4.3.7's
+`bootstrap`: tests/conftest.py `world_41`, `world_43`) and taken by wfctl to the release
+installed in DIR (5.0.0-beta.29, `install_real_package`; 4.3.7 for the step in between). The
+proof each time: the target package's own setup then applies nothing (drizzle rows and catalog
+unchanged), and the catalog equals a fresh beta.29 world's (WF151 clean).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.conftest import Db, install_real_package, install_release_package, real_bootstrap
+from tests.migrate_support import ADVISORY_KEY, Blocker, Writer, drizzle_rows
+from wfctl.errors import ExitStatus
+from wfctl.world import catalog, drizzle
+
+BETA29_ROWS = sorted((m.sha256, m.when) for m in drizzle.BETA29)
+NEXT_INDEX = "workflow.workflow_events_entity_creation_unique_wfctl_next"
+
+
+def beta29_dir() -> Path:
+    return install_real_package()  # an app folder: node_modules/@workflow/world-postgres
+
+
+def release_dir(version: str) -> Path:
+    return install_release_package(version) / "node_modules" / "@workflow" / "world-postgres"
+
+
+def road(run_cli: Any, db: Db, folder: Path, *extra: str) -> tuple[int, str, str]:
+    return run_cli("--dsn", db.dsn, "migrate", "--online", "--package", str(folder), *extra)
+
+
+def snapshot(db: Db) -> tuple[list[tuple[str, int]], str]:
+    with db.connect() as conn:
+        return drizzle_rows(conn), catalog.dump(catalog.describe(conn))
+
+
+def assert_beta29(db: Db, run_cli: Any, *, column_order: tuple[str, ...] = ()) -> None:
+    """Equal to a fresh beta.29 world (but for `column_order`: tables whose columns another
+    migrator appended first), and the package's own setup applies nothing."""
+    with db.connect() as conn:
+        drift = [d.text for d in catalog.compare(conn, "beta29")]
+        assert drift == [f"table {t}: column order differs" for t in column_order]
+        assert sorted(drizzle_rows(conn)) == BETA29_ROWS
+    before = snapshot(db)
+    real_bootstrap(db.dsn)  # beta.29's own setup: drizzle migrator + graphile-worker migrate
+    assert snapshot(db) == before
+    if not column_order:
+        status, out, _ = run_cli("--dsn", db.dsn, "doctor", "--only", "WF151")
+        assert status == 0, out
+
+
+def test_43_to_beta29_at_once(world_43: Db, run_cli: Any) -> None:
+    status, out, err = road(run_cli, world_43, beta29_dir())
+    assert status == 0, out + err
+    assert "SKIP 0011_add_error_code, 0012_add_is_system, 0013_add_attributes, 0014_" in out
+    assert "catalog: matches a fresh beta29 world" in out
+    assert_beta29(world_43, run_cli)
+    # a rerun has nothing to do
+    status, out, _ = road(run_cli, world_43, beta29_dir())
+    assert status == 0 and "nothing to do" in out
+
+
+@pytest.mark.parametrize("steps", [False, True], ids=["at-once", "via-4.3.7"])
+def test_41_to_beta29(world_41: Db, run_cli: Any, steps: bool) -> None:
+    if steps:
+        status, out, err = road(run_cli, world_41, release_dir("4.3.7"))
+        assert status == 0, out + err
+        assert "catalog: matches a fresh 4.3 world" in out
+        with world_41.connect() as conn:
+            assert catalog.compare(conn, "4.3") == []
+    status, out, err = road(run_cli, world_41, beta29_dir())
+    assert status == 0, out + err
+    assert_beta29(world_41, run_cli)
+
+
+def test_finishes_a_world_the_package_left_short(world_43: Db, run_cli: Any) -> None:
+    real_bootstrap(world_43.dsn)  # beta.29's migrator on a 4.3.x world: 0011-0014 skipped
+    with world_43.connect() as conn:
+        assert catalog.compare(conn, "beta29") != []
+    status, out, err = road(run_cli, world_43, beta29_dir(), "--dry-run")
+    assert status == 0, out + err
+    assert "pending: 0011_add_error_code, 0012_add_is_system, 0013_add_attributes, 0014_" in out
+    assert "would apply nothing and SKIP" in out
+    status, out, err = road(run_cli, world_43, beta29_dir())
+    assert status == 0, out + err
+    assert "note: column order differs" in out
+    tables = ("workflow.workflow_hooks", "workflow.workflow_runs")
+    assert_beta29(world_43, run_cli, column_order=tables)
+
+
+def test_dry_run_writes_nothing_and_names_locks(world_43: Db, run_cli: Any) -> None:
+    before = snapshot(world_43)
+    status, out, _ = run_cli(
+        "--dsn", world_43.dsn, "--format", "json",
+        "migrate", "--online", "--package", str(beta29_dir()), "--dry-run",
+    )  # fmt: skip
+    assert status == 0
+    plan = json.loads(out)
+    assert plan["drizzle_skips"] == [
+        "0011_add_error_code",
+        "0012_add_is_system",
+        "0013_add_attributes",
+        "0014_add_attr_set_event_unique_index",
+    ]
+    assert plan["drizzle_applies"] == [
+        "0016_add_encryption_public_key",
+        "0017_add_hook_resume_context",
+    ]
+    kinds = {(s["migration"], s["kind"]) for s in plan["steps"]}
+    assert ("0014_add_attr_set_event_unique_index", "replace-index") in kinds
+    replace = next(s for s in plan["steps"] if s["kind"] == "replace-index")
+    assert "CONCURRENTLY" in replace["sql"][0] and "RENAME" in replace["sql"][2]
+    assert snapshot(world_43) == before
+
+
+class RunWriter(Writer):
+    """Inserts runs (the table the column adds lock) one autocommit statement at a time."""
+
+    def run(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True, application_name="test-writer") as conn:
+            n = 0
+            while not self.stop.is_set():
+                n += 1
+                started = time.monotonic()
+                try:
+                    conn.execute(
+                        "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name)"
+                        " VALUES (%s, 'dpl', 'completed', 'w')",
+                        (f"wrun_w{n:09d}",),
+                    )
+                    self.ok += 1
+                except psycopg.Error as exc:
+                    self.errors.append(str(exc))
+                self.max_latency = max(self.max_latency, time.monotonic() - started)
+                time.sleep(0.002)
+
+
+def test_writer_waits_no_longer_than_the_lock_timeout(world_43: Db, run_cli: Any) -> None:
+    """A reader holds workflow_runs in an open transaction: each ADD COLUMN attempt waits its
+    lock_timeout (queueing the writer behind it), gives up, backs off and retries."""
+    lock_ms = 300
+    writers = [RunWriter(world_43.dsn), Writer(world_43.dsn)]
+    for w in writers:
+        w.start()
+    blocker = Blocker(world_43.dsn, "SELECT count(*) FROM workflow.workflow_runs")
+    releaser = blocker.release_after(2.0)
+    try:
+        status, out, err = run_cli(
+            "--dsn", world_43.dsn, "--lock-timeout", str(lock_ms), "--format", "json",
+            "migrate", "--online", "--package", str(beta29_dir()), "--retries", "30",
+        )  # fmt: skip
+    finally:
+        releaser.join()
+        for w in writers:
+            w.stop.set()
+            w.join()
+    assert status == 0, out + err
+    report = json.loads(out)
+    assert max(s.get("attempts") or 1 for s in report["steps"]) > 1  # it did wait and retry
+    for w in writers:
+        assert w.errors == [] and w.ok > 0
+        # generous: the bound is the lock timeout; scheduling on a loaded machine adds noise
+        assert w.max_latency < lock_ms / 1000 + 2.0, w.max_latency
+    assert_beta29(world_43, run_cli)
+
+
+def test_resumes_after_an_interruption(world_43: Db, run_cli: Any) -> None:
+    """A lock never granted stops the road after 0011; a killed build left an INVALID index."""
+    with world_43.connect() as conn:  # a killed concurrent build's leftover, wrong definition
+        conn.execute(
+            "INSERT INTO workflow.workflow_events (id, type, run_id) VALUES "
+            "('wevt_a', 'run_created', 'r1'), ('wevt_b', 'run_created', 'r2')"
+        )
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute(
+                f"CREATE UNIQUE INDEX CONCURRENTLY {NEXT_INDEX.split('.')[1]} "
+                "ON workflow.workflow_events (type)"
+            )
+    blocker = Blocker(world_43.dsn, "SELECT count(*) FROM workflow.workflow_hooks")
+    try:
+        status, out, err = run_cli(
+            "--dsn", world_43.dsn, "--lock-timeout", "100",
+            "migrate", "--online", "--package", str(beta29_dir()), "--retries", "0",
+        )  # fmt: skip
+    finally:
+        blocker.release()
+    assert status == ExitStatus.UNKNOWN, out + err
+    assert "lock on workflow.workflow_hooks not granted" in err
+    status, out, _ = run_cli("--dsn", world_43.dsn, "migrate", "status")
+    assert "road:" in out and "at 0012_add_is_system" in out and "stopped" in out
+    status, out, _ = run_cli("--dsn", world_43.dsn, "info")
+    assert "MIGRATING:" in out and "0012_add_is_system" in out
+    status, out, err = road(run_cli, world_43, beta29_dir())
+    assert status == 0, out + err
+    assert "an earlier run stopped" in out
+    with world_43.connect() as conn:
+        assert conn.execute("SELECT to_regclass(%s)", (NEXT_INDEX,)).fetchone() == (None,)
+    assert_beta29(world_43, run_cli)
+    status, out, _ = run_cli("--dsn", world_43.dsn, "info")
+    assert "MIGRATING:" not in out
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_dir_without_the_package(world_43: Db, run_cli: Any, tmp_path: Path) -> None:
+    (tmp_path / "package.json").write_text('{"name": "my-app"}')
+    before = snapshot(world_43)
+    status, _, err = road(run_cli, world_43, tmp_path)
+    assert status == ExitStatus.USAGE
+    assert "holds my-app, not @workflow/world-postgres" in err
+    assert snapshot(world_43) == before
+
+
+def test_downgrade_refused(real_world: Db, run_cli: Any) -> None:
+    before = snapshot(real_world)
+    status, _, err = road(run_cli, real_world, release_dir("4.3.7"))
+    assert status == ExitStatus.CRITICAL
+    assert "a downgrade" in err and "0016_add_encryption_public_key" in err
+    assert snapshot(real_world) == before
+
+
+def test_second_migrate_refused_naming_the_holder(world_43: Db, run_cli: Any) -> None:
+    with psycopg.connect(world_43.dsn, autocommit=True, application_name="other-migrate") as c:
+        c.execute("SELECT pg_advisory_lock(%s, %s)", ADVISORY_KEY)
+        status, _, err = road(run_cli, world_43, beta29_dir())
+    assert status == ExitStatus.CRITICAL
+    assert "another migration is running" in err and "other-migrate" in err
+    with world_43.connect() as conn:
+        assert len(drizzle_rows(conn)) == 12
+
+
+def test_missing_privileges_named(world_43: Db, run_cli: Any) -> None:
+    role = f"road_reader_{world_43.name}"
+    with world_43.connect() as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'GRANT USAGE ON SCHEMA workflow, workflow_drizzle TO "{role}"')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA workflow, workflow_drizzle TO "{role}"')
+    try:
+        dsn = psycopg.conninfo.make_conninfo(world_43.dsn, user=role)
+        status, _, err = road(run_cli, Db(world_43.name, dsn), beta29_dir())
+        assert status == ExitStatus.CRITICAL, err
+        assert "workflow.workflow_runs: ownership" in err
+        assert "INSERT on the table" in err
+        with world_43.connect() as conn:
+            assert len(drizzle_rows(conn)) == 12
+    finally:
+        with world_43.connect() as conn:
+            conn.execute(f'DROP OWNED BY "{role}"')
+            conn.execute(f'DROP ROLE "{role}"')
+
+
+def test_runs_in_flight_refused_unless_told(world_43: Db, run_cli: Any) -> None:
+    """Without the inflight analysis every active run counts as one that may fail."""
+    with world_43.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name) "
+            "VALUES ('wrun_live', 'dpl', 'running', 'wf')"
+        )
+    from wfctl.migrate import road as road_mod
+
+    fates = [road_mod.RunFate("wrun_live", "wf", "running", "replay mismatch", "fails")]
+    calls: list[tuple[str, str]] = []
+
+    def assess(conn: Any, source: str, target: str) -> list[road_mod.RunFate]:
+        calls.append((source, target))
+        return fates if len(calls) < 3 else []
+
+    original = road_mod.default_assess
+    road_mod.default_assess = lambda: (assess, "")  # type: ignore[assignment]
+    try:
+        status, _, err = road(run_cli, world_43, beta29_dir())
+        assert status == ExitStatus.CRITICAL and "wrun_live (wf, running)" in err
+        assert calls[-1] == ("4.3.7", "5.0.0-beta.29")
+        with world_43.connect() as conn:
+            assert len(drizzle_rows(conn)) == 12
+        status, out, err = road(run_cli, world_43, beta29_dir(), "--drain")
+        assert status == 0, out + err
+        assert "draining: 1 run(s)" in err
+    finally:
+        road_mod.default_assess = original
+
+
+def test_drain_and_allow_are_exclusive(world_43: Db, run_cli: Any) -> None:
+    status, _, err = road(run_cli, world_43, beta29_dir(), "--drain", "--allow-failing-runs")
+    assert status == ExitStatus.USAGE and "exclude each other" in err
