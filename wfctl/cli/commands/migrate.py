@@ -1,7 +1,9 @@
-"""`wfctl migrate`: the slot-era event key swap without blocking a live world.
+"""`wfctl migrate`: upgrade a live world without blocking it.
 
-`wfctl migrate status` reports; `wfctl migrate --online` prepares (and with `--swap`
-performs) the swap. The logic lives in `wfctl.migrate`; this module parses and renders.
+`wfctl migrate status` reports; `wfctl migrate --online --package DIR` takes the world to the
+release in DIR (wfctl.migrate.road); `wfctl migrate --online [--swap]` prepares or performs
+the slot-era key swap (wfctl.migrate.online). The logic lives in `wfctl.migrate`; this module
+parses, decides exit codes and renders.
 """
 
 from __future__ import annotations
@@ -24,21 +26,21 @@ from wfctl.migrate import status as status_mod
 from wfctl.migrate.online import OnlineMigration, Options, Report
 
 MIGRATE_HELP = """\
-Swap the event key to (run_id, id) without blocking a live world.
+Upgrade a live world without blocking it.
 
-The slot era keys workflow.workflow_events by (run_id, id). Done the package's way, its migrator builds that key's index under ACCESS EXCLUSIVE inside one transaction: every read and write of the busiest table waits for the whole build.
+[bold]--online --package DIR[/bold] takes the world to the @workflow/world-postgres release installed in DIR, from DIR's own journal and SQL: every migration not recorded, including those drizzle's own migrator would skip (it applies only entries newer than the newest recorded row). Indexes are built CONCURRENTLY (a changed one beside the old, then swapped), columns added by one catalog statement under a short lock_timeout (--lock-timeout MS, before or after the command; 1000 ms unless given) with bounded, jittered retries; each migration is then recorded exactly as drizzle records it, so the package's migrator afterwards applies nothing. Runs in flight that would fail after the upgrade are named and refuse the road unless --drain (wait for them) or --allow-failing-runs. --dry-run prints the plan with each statement's lock.
 
-[bold]--online[/bold] (prepare) checks for (run_id, id) duplicates, builds the unique index CONCURRENTLY (progress on stderr), verifies it, and says what remains: the package's migrator then adopts the index, so its exclusive lock covers only catalog work. [bold]--swap --package DIR[/bold] also swaps the key itself in one catalog statement under a short lock_timeout (--lock-timeout MS, before or after the command; 1000 ms unless given) with bounded, jittered retries, drops the redundant (run_id) index concurrently, creates workflow_event_slots, adds 0018's column when DIR has it pending, and records the replaced migrations (hash and journal `when` from DIR) so the package's migrator skips them. Only migrations wfctl recognises are replaced; any other package is refused.
+The slot-era event key swap: [bold]--online[/bold] alone prepares it (the unique (run_id, id) index, built concurrently); [bold]--swap --package DIR[/bold] also swaps the key in one catalog statement and records the replaced migrations. Only migrations wfctl recognises are replaced; any other package is refused.
 
-Every phase detects whether it already happened: rerun after any interruption. A second `wfctl migrate` is refused and told who holds the migration lock.
+Every step detects whether it already happened: rerun after any interruption (`wfctl migrate status` says where it stopped). A second `wfctl migrate` is refused and told who holds the migration lock.
 
-Exit: 0 done, 1 done with catalog drift, 2 refused (unknown package, duplicates, another migration running), 3 lock not granted after the retries / timeout / no world, 64 usage.
+Exit: 0 done, 1 done with catalog drift, 2 refused (downgrade, unknown statement, runs in flight, privileges, another migration running), 3 lock not granted after the retries / timeout / no world, 64 usage.
 
 [bold]Examples[/bold]
+  wfctl migrate --online --package node_modules/@workflow/world-postgres --dry-run
+  wfctl migrate --online --package node_modules/@workflow/world-postgres --drain
   wfctl migrate status --package node_modules/@workflow/world-postgres
   wfctl migrate --online
-  wfctl migrate --online --swap --package DIR
-  wfctl migrate --online --swap --package DIR --dry-run
   wfctl migrate --online --swap --package DIR --lock-timeout 500 --retries 20
 """  # noqa: E501 (one paragraph per line: rich wraps them)
 
