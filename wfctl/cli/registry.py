@@ -48,7 +48,7 @@ COMMANDS: dict[str, Entry] = {
     ),
     "hooks": Entry(_PKG + "hooks", "Resume workflows waiting on hooks."),
     "migrate": Entry(
-        _PKG + "migrate", "Swap the event key to (run_id, id) without blocking a live world."
+        _PKG + "migrate", "Upgrade a live world without blocking it."
     ),
     "gc": Entry(
         _PKG + "gc",
