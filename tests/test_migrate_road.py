@@ -10,15 +10,26 @@ unchanged), and the catalog equals a fresh beta.29 world's (WF151 clean).
 from __future__ import annotations
 
 import json
+import signal
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
 import pytest
 
 from tests.conftest import Db, install_real_package, install_release_package, real_bootstrap
-from tests.migrate_support import ADVISORY_KEY, Blocker, Writer, drizzle_rows
+from tests.migrate_support import (
+    ADVISORY_KEY,
+    Blocker,
+    Writer,
+    backend_gone,
+    building_pid,
+    drizzle_rows,
+    spawn,
+    wait_for,
+)
 from wfctl.errors import ExitStatus
 from wfctl.world import catalog, drizzle
 
@@ -207,6 +218,70 @@ def test_resumes_after_an_interruption(world_43: Db, run_cli: Any) -> None:
     assert_beta29(world_43, run_cli)
     status, out, _ = run_cli("--dsn", world_43.dsn, "info")
     assert "MIGRATING:" not in out
+
+
+def test_sigkill_during_the_index_build_then_rerun_resumes(world_43: Db, run_cli: Any) -> None:
+    """An open writing transaction holds the concurrent build in its first wait; wfctl is
+    killed with SIGKILL there. The server aborts the build (INVALID index left); a rerun
+    drops it, rebuilds, and finishes the road."""
+    blocker = Blocker(
+        world_43.dsn,
+        "INSERT INTO workflow.workflow_events (id, type, run_id) VALUES ('wevt_b', 'x', 'wrun_b')",
+    )
+    proc = spawn(world_43.dsn, "--online", "--package", str(beta29_dir()))
+    try:
+        pid = wait_for(lambda: building_pid(world_43.dsn), what="the concurrent build")
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        wait_for(lambda: backend_gone(world_43.dsn, pid), what="the server to end the build")
+    finally:
+        blocker.conn.rollback()
+        blocker.release()
+    with world_43.connect() as conn:
+        row = conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (NEXT_INDEX,)
+        ).fetchone()
+        assert row == (False,)  # the killed build's leftover
+        assert len(drizzle_rows(conn)) == 15  # 0011-0013 recorded before the kill
+    status, out, _ = run_cli("--dsn", world_43.dsn, "migrate", "status")
+    assert "at 0014_add_attr_set_event_unique_index" in out and "INVALID:" in out
+    status, out, err = road(run_cli, world_43, beta29_dir())
+    assert status == 0, out + err
+    assert "an earlier run stopped" in out
+    assert_beta29(world_43, run_cli)
+
+
+def test_carry_rewrites_after_the_schema(world_43: Db, run_cli: Any) -> None:
+    """With --carry the runs the analysis can carry do not stop the road; they are carried
+    after the schema is done (the analysis and the rewrite are the inflight module's; here
+    stand-ins with its signatures)."""
+    from wfctl.migrate import road as road_mod
+
+    seen: list[tuple[list[str], str, str, int]] = []
+
+    def assess(conn: Any, source: str, target: str) -> list[road_mod.RunFate]:
+        return [road_mod.RunFate("wrun_a", "wf", "running", "ids differ", "carried")]
+
+    def carry(conn: Any, run_ids: Any, source: str, target: str, *, reason: str) -> list[Any]:
+        columns = conn.execute(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'workflow' "
+            "AND column_name = 'resume_context'"
+        ).fetchone()[0]
+        seen.append((list(run_ids), source, target, columns))
+        return [SimpleNamespace(run_id="wrun_a", outcome="carried", reason="rewrote 3 ids")]
+
+    original = road_mod.default_assess, road_mod.default_carry
+    road_mod.default_assess = lambda: (assess, "")  # type: ignore[assignment]
+    road_mod.default_carry = lambda: carry  # type: ignore[assignment]
+    try:
+        status, _, err = road(run_cli, world_43, beta29_dir())
+        assert status == ExitStatus.CRITICAL and "--carry" in err
+        status, out, err = road(run_cli, world_43, beta29_dir(), "--carry")
+    finally:
+        road_mod.default_assess, road_mod.default_carry = original
+    assert status == 0, out + err
+    assert "carry: run wrun_a: carried, rewrote 3 ids" in out
+    assert seen == [(["wrun_a"], "4.3.7", "5.0.0-beta.29", 1)]  # after the schema
 
 
 # ----------------------------------------------------------------------------- bad input

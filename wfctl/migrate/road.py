@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,8 +54,15 @@ MIGRATIONS = "workflow_drizzle.workflow_migrations"
 MARKER_PREFIX = "wfctl migrate --online"
 NEXT_SUFFIX = "_wfctl_next"
 
-# Run fates that stop the road unless the operator says otherwise (see `RunFate`).
-BLOCKING_FATES = ("fails", "unknown")
+# Run fates that stop the road unless the operator says otherwise (see `RunFate`): `carried`
+# runs fail too unless `--carry` rewrites their logs after the schema is done.
+BLOCKING_FATES = ("fails", "unknown", "carried")
+
+
+def blocking(runs: list[RunFate], carry: bool) -> list[RunFate]:
+    """The runs in flight that would fail after the road (a carried one is not, with carry)."""
+    return [r for r in runs if r.fate in BLOCKING_FATES and not (carry and r.fate == "carried")]
+
 
 _Q = r'(?:"[^"]+"|[\w$]+)'  # one identifier as written (quoted or not)
 _QUAL = r"[a-z_][\w$]*\.[a-z_][\w$]*"  # schema.name, normalised
@@ -256,6 +263,28 @@ class Assess(Protocol):
     def __call__(self, conn: psycopg.Connection[Any], source: str, target: str) -> list[Any]: ...
 
 
+class Carry(Protocol):
+    def __call__(
+        self,
+        conn: psycopg.Connection[Any],
+        run_ids: Sequence[str],
+        source: str,
+        target: str,
+        *,
+        reason: str,
+    ) -> list[Any]: ...
+
+
+def default_carry() -> Carry | None:
+    """`wfctl.migrate.inflight.carry` (the guarded rewrite of a run's log), when it exists."""
+    try:
+        from wfctl.migrate import inflight  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return None
+    carry: Carry = inflight.carry
+    return carry
+
+
 def default_assess() -> tuple[Assess | None, str]:
     """`wfctl.migrate.inflight.assess` when it exists, else None and why."""
     try:
@@ -335,6 +364,7 @@ class RoadOptions:
     drain: bool = False
     drain_timeout_s: float = 3600.0
     allow_failing_runs: bool = False
+    carry: bool = False  # rewrite the logs of runs the inflight analysis can carry
     poll_s: float = 2.0
 
 
@@ -364,11 +394,13 @@ class RoadReport:
     # Differences no online step can undo: columns another migrator appended before the ones
     # wfctl adds (ADD COLUMN appends; only a table rewrite reorders). Nothing reads by position.
     column_order: list[str] = field(default_factory=list)
+    carried: list[dict[str, Any]] = field(default_factory=list)  # outcomes of --carry
     advice: str = ""
 
     @property
     def status(self) -> ExitStatus:
-        return ExitStatus.WARNING if self.catalog_drift else ExitStatus.OK
+        refused = any(c["outcome"] == "refused" for c in self.carried)
+        return ExitStatus.WARNING if self.catalog_drift or refused else ExitStatus.OK
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -395,8 +427,22 @@ class RoadReport:
             "catalog_release": self.catalog_release,
             "catalog_drift": self.catalog_drift,
             "column_order": self.column_order,
+            "carried": self.carried,
             "advice": self.advice,
         }
+
+
+_MARKED_SOURCE = re.compile(r" from (\S+) to ")
+
+
+def _source(world: model.World, marker: str | None) -> str:
+    """The release the road starts from: the world's, else (a stopped road, whose journal is
+    no release's) the one the marker names."""
+    if world.release is None and marker:
+        m = _MARKED_SOURCE.search(marker)
+        if m:
+            return m[1]
+    return version_of(world)
 
 
 def version_of(world: model.World) -> str:
@@ -431,6 +477,7 @@ class Road:
         *,
         assess: Assess | None = None,
         assess_missing: str = "",
+        carry: Carry | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.target = target
@@ -441,6 +488,7 @@ class Road:
             assess, assess_missing = default_assess()
         self.assess = assess
         self.assess_missing = assess_missing
+        self.carry = carry if carry is not None else default_carry()
         t = target.timeouts
         self.locks = locks.LockPolicy(
             lock_timeout_ms=options.lock_timeout_ms,
@@ -452,6 +500,7 @@ class Road:
         )
         self._probes: dict[str, str | None] = {}
         self._user = "this role"
+        self._source = "unknown"
 
     # ------------------------------------------------------------------------- entry
     def run(self) -> RoadReport:
@@ -477,10 +526,11 @@ class Road:
                 hint="nothing was written; a world made by the package's setup records them",
             )
         pending, recorded = self._pending(st)
+        self._source = _source(world, marker)
         report = RoadReport(
             database=world.database,
             world=world.kind,
-            source=version_of(world),
+            source=self._source,
             target=opts.package.version or "unknown",
             package=opts.package.label,
             dry_run=opts.dry_run,
@@ -537,6 +587,7 @@ class Road:
                 self.reporter.say(f"[{n}/{len(pending)}] {p.tag}")
                 report.steps.extend(self._apply(conn, p, report.target))
             self._finish(conn, report, clear_marker=True)
+            self._carry(conn, report)
         finally:
             locks.release(conn)
         report.advice = (
@@ -634,31 +685,42 @@ class Road:
     def _assess_runs(
         self, conn: psycopg.Connection[Any], world: model.World, report: RoadReport
     ) -> None:
-        if self.assess is None:
-            report.runs = active_runs_unknown(conn, self.assess_missing)
-            report.runs_note = (
-                f"{self.assess_missing}: every run in flight is counted as one that may fail"
-            )
-        else:
-            with read_only(conn):
-                report.runs = [_fate(f) for f in self.assess(conn, report.source, report.target)]
-        blocking = [r for r in report.runs if r.fate in BLOCKING_FATES]
+        missing = self.assess_missing
+        if self.assess is not None:
+            try:
+                with read_only(conn):
+                    found = self.assess(conn, report.source, report.target)
+                report.runs = [_fate(f) for f in found]
+            except WfctlError as exc:
+                missing = f"runs not assessed ({exc.message})"
+        if self.assess is None or missing != self.assess_missing:
+            report.runs = active_runs_unknown(conn, missing)
+            report.runs_note = f"{missing}: every run in flight is counted as one that may fail"
         opts = self.options
-        if not blocking:
-            report.runs_policy = "no run in flight would fail"
+        failing = blocking(report.runs, opts.carry)
+        carried = [r for r in report.runs if r.fate == "carried"] if opts.carry else []
+        if carried and self.carry is None:
+            raise RefusedError(
+                "--carry: the guarded rewrite of runs in flight is not in this wfctl",
+                hint="nothing was written; --drain waits for the runs instead",
+            )
+        if not failing:
+            report.runs_policy = "no run in flight would fail" + (
+                f"; --carry rewrites {len(carried)} run(s) after the schema" if carried else ""
+            )
         elif opts.allow_failing_runs:
             report.runs_policy = (
-                f"--allow-failing-runs: going on; {len(blocking)} run(s) will fail (named)"
+                f"--allow-failing-runs: going on; {len(failing)} run(s) will fail (named)"
             )
         elif opts.drain:
             report.runs_policy = (
-                f"--drain: waiting (up to {opts.drain_timeout_s:.0f} s) for {len(blocking)} "
+                f"--drain: waiting (up to {opts.drain_timeout_s:.0f} s) for {len(failing)} "
                 "run(s) to end before writing"
             )
         else:
             report.runs_policy = (
-                f"refused: {len(blocking)} run(s) in flight would fail; give --drain to wait for "
-                "them, or --allow-failing-runs to go on"
+                f"refused: {len(failing)} run(s) in flight would fail; give --drain to wait for "
+                "them, --carry where the analysis can carry them, or --allow-failing-runs"
             )
 
     def _gate_runs(
@@ -668,34 +730,59 @@ class Road:
         opts = self.options
         started = time.monotonic()
         while True:
-            blocking = [r for r in report.runs if r.fate in BLOCKING_FATES]
-            if not blocking or opts.allow_failing_runs:
-                for r in blocking:
+            failing = blocking(report.runs, opts.carry)
+            if not failing or opts.allow_failing_runs:
+                for r in failing:
                     self.reporter.say(
                         f"    run {r.run_id} ({r.workflow_name}) will fail: {r.reason}"
                     )
                 return
-            named = ", ".join(f"{r.run_id} ({r.workflow_name}, {r.status})" for r in blocking[:5])
-            more = f" and {len(blocking) - 5} more" if len(blocking) > 5 else ""
+            named = ", ".join(f"{r.run_id} ({r.workflow_name}, {r.status})" for r in failing[:5])
+            more = f" and {len(failing) - 5} more" if len(failing) > 5 else ""
             if not opts.drain:
                 raise RefusedError(
-                    f"{len(blocking)} run(s) in flight would fail after the upgrade: {named}{more}",
-                    hint="nothing was written; --drain waits for them to end, "
-                    "--allow-failing-runs goes on and lets them fail",
+                    f"{len(failing)} run(s) in flight would fail after the upgrade: {named}{more}",
+                    hint="nothing was written; --drain waits for them to end, --carry "
+                    "rewrites those the analysis can carry, --allow-failing-runs lets them fail",
                 )
             waited = time.monotonic() - started
             if waited >= opts.drain_timeout_s:
                 raise RefusedError(
-                    f"--drain: {len(blocking)} run(s) still in flight after {waited:.0f} s: "
+                    f"--drain: {len(failing)} run(s) still in flight after {waited:.0f} s: "
                     f"{named}{more}",
                     hint="nothing was written; rerun later, or raise --drain-timeout",
                 )
             self.reporter.say(
-                f"    draining: {len(blocking)} run(s) in flight would fail ({named}{more}); "
+                f"    draining: {len(failing)} run(s) in flight would fail ({named}{more}); "
                 f"waited {waited:.0f} s"
             )
             self.sleep(opts.poll_s)
             self._assess_runs(conn, world, report)
+
+    def _carry(self, conn: psycopg.Connection[Any], report: RoadReport) -> None:
+        """--carry: after the schema, rewrite the logs of the runs the analysis can carry
+        (one transaction per run, re-checked under the run's lock, audited)."""
+        if not self.options.carry:
+            return
+        with read_only(conn):
+            assert self.assess is not None
+            fresh = [_fate(f) for f in self.assess(conn, report.source, report.target)]
+        ids = [r.run_id for r in fresh if r.fate == "carried"]
+        if not ids:
+            return
+        assert self.carry is not None
+        self.reporter.say(f"carrying {len(ids)} run(s) across to {report.target}")
+        outcomes = self.carry(
+            conn,
+            ids,
+            report.source,
+            report.target,
+            reason=f"wfctl migrate --online --carry to {report.target}",
+        )
+        report.carried = [
+            {"run_id": str(c.run_id), "outcome": str(c.outcome), "reason": str(c.reason)}
+            for c in outcomes
+        ]
 
     # ------------------------------------------------------------------------- decisions
     def _index(self, conn: psycopg.Connection[Any], name: str) -> dict[str, Any] | None:
@@ -854,7 +941,11 @@ class Road:
     def _apply(self, conn: psycopg.Connection[Any], p: Pending, target: str) -> list[Step]:
         steps = []
         for n, action in enumerate(p.actions, 1):
-            self._mark(conn, f"{MARKER_PREFIX} to {target}: at {p.tag}, step {n} ({action.kind})")
+            self._mark(
+                conn,
+                f"{MARKER_PREFIX} from {self._source} to {target}: at {p.tag}, step {n} "
+                f"({action.kind})",
+            )
             run, why = self.decide(conn, p, action)
             step = Step(
                 p.tag,
@@ -1076,7 +1167,6 @@ def _short(text: str, limit: int = 120) -> str:
 def _advice(report: RoadReport, pending: list[Pending]) -> str:
     if not pending:
         return "nothing to do: every migration of DIR is recorded"
-    blocking = [r for r in report.runs if r.fate in BLOCKING_FATES]
-    if blocking and "refused" in report.runs_policy:
+    if report.runs_policy.startswith("refused"):
         return report.runs_policy
     return "run it without --dry-run; afterwards the package's own migrator finds nothing to apply"

@@ -100,6 +100,14 @@ def migrate(
             help="Road: give up --drain after this long (nothing written).",
         ),
     ] = 3600,
+    carry: Annotated[
+        bool,
+        typer.Option(
+            "--carry",
+            help="Road: after the schema, rewrite the logs of the runs in flight the analysis "
+            "can carry (guarded, audited), so the target runtime continues them.",
+        ),
+    ] = False,
     allow_failing_runs: Annotated[
         bool,
         typer.Option(
@@ -110,17 +118,17 @@ def migrate(
 ) -> None:
     st = state(ctx)
     if ctx.invoked_subcommand is not None:
-        if online or swap or dry_run or drain or allow_failing_runs:
+        if online or swap or dry_run or drain or allow_failing_runs or carry:
             raise UsageError(
-                "--online/--swap/--dry-run/--drain/--allow-failing-runs do not combine with "
-                f"`migrate {ctx.invoked_subcommand}`",
+                "--online/--swap/--dry-run/--drain/--carry/--allow-failing-runs do not combine "
+                f"with `migrate {ctx.invoked_subcommand}`",
                 hint="see `wfctl migrate --help`",
             )
         if package is not None:
             ctx.meta["wfctl_migrate_package"] = package
         return
     if not online:
-        if swap or dry_run or package is not None or drain or allow_failing_runs:
+        if swap or dry_run or package is not None or drain or allow_failing_runs or carry:
             raise UsageError("these options need --online", hint="see `wfctl migrate --help`")
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
@@ -159,12 +167,14 @@ def migrate(
                 drain=drain,
                 drain_timeout_s=float(drain_timeout),
                 allow_failing_runs=allow_failing_runs,
+                carry=carry,
             )
             _run_road(st, fmt, road_options)
             return
-    if drain or allow_failing_runs:
+    if drain or allow_failing_runs or carry:
         raise UsageError(
-            "--drain/--allow-failing-runs belong to the road (--online --package DIR, no --swap)",
+            "--drain/--carry/--allow-failing-runs belong to the road (--online --package DIR, "
+            "no --swap)",
             hint="see `wfctl migrate --help`",
         )
     options = Options(
@@ -306,6 +316,8 @@ def road_lines(report: road_mod.RoadReport) -> list[str]:
             f"({len(report.catalog_drift)}):"
         )
         lines += [f"  - {d}" for d in report.catalog_drift]
+        for c in report.carried:
+            lines.append(f"carry: run {c['run_id']}: {c['outcome']}, {c['reason']}")
         if report.column_order:
             lines.append(
                 "note: column order differs from a fresh world on "
