@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests import judge
 from tests.conftest import Db, install_real_package, install_release_package, real_bootstrap
 from tests.migrate_support import (
     ADVISORY_KEY,
@@ -282,6 +283,37 @@ def test_carry_rewrites_after_the_schema(world_43: Db, run_cli: Any) -> None:
     assert status == 0, out + err
     assert "carry: run wrun_a: carried, rewrote 3 ids" in out
     assert seen == [(["wrun_a"], "4.3.7", "5.0.0-beta.29", 1)]  # after the schema
+
+
+@pytest.mark.skipif(not judge.available(), reason="node/npm not found: no real runtime")
+@pytest.mark.parametrize("source", ["4.1.1", "4.3.7"])
+def test_beta29_runtime_runs_new_runs_on_the_migrated_world(
+    source: str, world_41: Db, world_43: Db, run_cli: Any, tmp_path: Path
+) -> None:
+    """The real beta.29 runtime (core 5.0.0-beta.39 on world-postgres 5.0.0-beta.29) starts
+    and finishes new runs on a world wfctl took there (steps, a sleep, a hook)."""
+    db = world_41 if source == "4.1.1" else world_43
+    status, out, err = road(run_cli, db, beta29_dir())
+    assert status == 0, out + err
+    folder, _ = judge.build_runtime()
+    with judge.Runtime(db.dsn, tmp_path, folder=folder) as rt:
+        pair = rt.start_run("pair", [1])
+        sleeper = rt.start_run("sleeper", [2])
+        approval = rt.start_run("approval", [3])
+        judge.wait_for_status(db.dsn, pair, {"completed"}, timeout=60)
+        judge.wait_for_status(db.dsn, sleeper, {"completed"}, timeout=60)
+        judge.wait_until(lambda: _hook_waiting(db, approval), 60, "the approval hook")
+        rt.resume_hook("approve-3", {"ok": True})
+        judge.wait_for_status(db.dsn, approval, {"completed"}, timeout=60)
+        assert rt.run_info(pair).get("returnValue") == {"a": 2, "b": 12}
+    status, out, _ = run_cli("--dsn", db.dsn, "doctor", "--only", "WF151")
+    assert status == 0, out
+
+
+def _hook_waiting(db: Db, run_id: str) -> bool:
+    return bool(
+        db.scalar("SELECT count(*) FROM workflow.workflow_hooks WHERE run_id = %s", (run_id,))
+    )
 
 
 # ----------------------------------------------------------------------------- bad input
