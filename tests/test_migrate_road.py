@@ -398,3 +398,70 @@ def test_runs_in_flight_refused_unless_told(world_43: Db, run_cli: Any) -> None:
 def test_drain_and_allow_are_exclusive(world_43: Db, run_cli: Any) -> None:
     status, _, err = road(run_cli, world_43, beta29_dir(), "--drain", "--allow-failing-runs")
     assert status == ExitStatus.USAGE and "exclude each other" in err
+
+
+def _fake_package(tmp_path: Path, extra: str) -> Path:
+    """beta.29's files plus one more migration whose SQL is `extra`."""
+    src = beta29_dir() / "node_modules" / "@workflow" / "world-postgres"
+    folder = tmp_path / "pkg"
+    migrations = folder / "src" / "drizzle" / "migrations"
+    (migrations / "meta").mkdir(parents=True)
+    journal = json.loads((src / "src/drizzle/migrations/meta/_journal.json").read_text())
+    for entry in journal["entries"]:
+        name = f"{entry['tag']}.sql"
+        (migrations / name).write_text((src / "src/drizzle/migrations" / name).read_text())
+    journal["entries"].append(
+        {"idx": 18, "version": "7", "when": 1790000000000, "tag": "0018_x", "breakpoints": True}
+    )
+    (migrations / "meta" / "_journal.json").write_text(json.dumps(journal))
+    (migrations / "0018_x.sql").write_text(extra)
+    (folder / "package.json").write_text(
+        '{"name": "@workflow/world-postgres", "version": "5.0.0-beta.99"}'
+    )
+    return folder
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        'ALTER TABLE "workflow"."workflow_runs" ALTER COLUMN "name" TYPE text;',
+        'ALTER TABLE "workflow"."workflow_runs" ADD COLUMN "x" varchar NOT NULL;',
+        'ALTER TABLE "workflow"."workflow_runs" ADD COLUMN "x" timestamp DEFAULT now();',
+        'CREATE INDEX CONCURRENTLY "x" ON "workflow"."workflow_runs" ("name");',
+        "DO $$ BEGIN EXECUTE 'DROP TABLE workflow.workflow_runs'; END $$;",
+    ],
+    ids=["alter-type", "not-null-no-default", "volatile-default", "concurrently", "do-block"],
+)
+def test_a_statement_it_cannot_run_online_is_refused(
+    real_world: Db, run_cli: Any, tmp_path: Path, statement: str
+) -> None:
+    before = snapshot(real_world)
+    status, _, err = road(run_cli, real_world, _fake_package(tmp_path, statement))
+    assert status == ExitStatus.CRITICAL, err
+    assert "0018_x has a statement wfctl cannot run online" in err
+    assert snapshot(real_world) == before
+
+
+def test_a_new_index_and_column_of_an_unknown_release(
+    real_world: Db, run_cli: Any, tmp_path: Path
+) -> None:
+    """A release wfctl has no description of: its forms still run online; no catalog to
+    compare with, so none is claimed; the package's own migrator then applies nothing."""
+    folder = _fake_package(
+        tmp_path,
+        'ALTER TABLE "workflow"."workflow_runs" ADD COLUMN "x" integer DEFAULT 0 NOT NULL;\n'
+        "--> statement-breakpoint\n"
+        'CREATE INDEX IF NOT EXISTS "workflow_runs_x_index" ON "workflow"."workflow_runs" '
+        'USING btree ("x");',
+    )
+    status, out, err = road(run_cli, real_world, folder)
+    assert status == 0, out + err
+    assert "catalog:" not in out
+    with real_world.connect() as conn:
+        assert conn.execute(
+            "SELECT indisvalid FROM pg_index "
+            "WHERE indexrelid = to_regclass('workflow.workflow_runs_x_index')"
+        ).fetchone() == (True,)
+        assert len(drizzle_rows(conn)) == 19
+    status, out, _ = road(run_cli, real_world, folder)
+    assert status == 0 and "nothing to do" in out

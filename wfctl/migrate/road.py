@@ -104,6 +104,12 @@ _ADD_COLUMN = re.compile(
     r"(?: default (?P<default>'[^']*'(?:::[a-z_ ]+)?|-?\d+(?:\.\d+)?|true|false|null))?"
     r"(?P<notnull> not null| null)?;$"
 )
+# Words that would make the "type" of an ADD COLUMN more than a type (a volatile default, a
+# constraint that scans, a generated column that rewrites).
+_COLUMN_CLAUSE = re.compile(
+    r"\b(default|not|null|generated|references|primary|unique|check|collate|constraint"
+    r"|identity|always|stored)\b"
+)
 _CREATE_INDEX = re.compile(
     rf"^create (?P<unique>unique )?index (?:if not exists )?(?P<name>[a-z_][\w$]*) on "
     rf"(?:only )?(?P<table>{_QUAL})(?: using [a-z]+)? ?\(.*;$"
@@ -124,6 +130,10 @@ def classify(statement: str) -> Action:
     normal = recognise.normalise(re.sub(r"/\*.*?\*/", " ", statement, flags=re.S))
     m = _ADD_COLUMN.match(normal)
     if m:
+        if _COLUMN_CLAUSE.search(m["type"]):
+            raise Unrunnable(
+                statement
+            )  # a default, constraint or generation wfctl cannot vouch for
         if m["notnull"] == " not null" and m["default"] in (None, "null"):
             raise Unrunnable(statement)  # would scan the table (and fail on any row)
         table = m["table"]
