@@ -182,6 +182,13 @@ def _package_json(root: Path) -> tuple[str | None, str | None]:
     return (name if isinstance(name, str) else None, version if isinstance(version, str) else None)
 
 
+def beta_line(package: Package) -> bool:
+    """Whether the journal starts with beta.29's 0000-0017 (the line the slot-era swap knows)."""
+    known = drizzle.BETA29
+    head = [(e.tag, e.when) for e in package.entries[: len(known)]]
+    return head == [(m.tag, m.when) for m in known]
+
+
 def _check_beta29_prefix(package: Package) -> None:
     """The journal must start with beta.29's 0000-0017, `when` for `when`: same package line."""
     known = drizzle.BETA29

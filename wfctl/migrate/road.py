@@ -142,7 +142,7 @@ def classify(statement: str) -> Action:
             statement,
             table,
             m["column"],
-            package_lock=f"ACCESS EXCLUSIVE on {table}",
+            package_lock=f"ACCESS EXCLUSIVE on {table}, held until its one transaction commits",
             lock=f"ACCESS EXCLUSIVE on {table} for one catalog statement (no rewrite: "
             + ("a constant default)" if m["default"] else "no default)"),
             how="ADD COLUMN IF NOT EXISTS, alone, under lock_timeout with retries",
@@ -345,6 +345,7 @@ class Step:
     sql: list[str]
     lock: str
     package_lock: str = ""
+    how: str = ""
     seconds: float | None = None
     attempts: int | None = None
 
@@ -357,6 +358,7 @@ class Step:
             "sql": self.sql,
             "lock": self.lock,
             "package_lock": self.package_lock,
+            "how": self.how,
         }
         if self.seconds is not None:
             out["seconds"] = round(self.seconds, 3)
@@ -405,6 +407,7 @@ class RoadReport:
     # wfctl adds (ADD COLUMN appends; only a table rewrite reorders). Nothing reads by position.
     column_order: list[str] = field(default_factory=list)
     carried: list[dict[str, Any]] = field(default_factory=list)  # outcomes of --carry
+    privileges: list[str] = field(default_factory=list)  # missing grants (dry run)
     advice: str = ""
 
     @property
@@ -438,6 +441,7 @@ class RoadReport:
             "catalog_drift": self.catalog_drift,
             "column_order": self.column_order,
             "carried": self.carried,
+            "missing_privileges": self.privileges,
             "advice": self.advice,
         }
 
@@ -470,10 +474,6 @@ def target_release(package: Package) -> releases.Release | None:
         if package.version and release.checked.split()[0] == package.version:
             return release
     return None
-
-
-def _when_text(entry_when: int) -> str:
-    return str(entry_when)
 
 
 class Road:
@@ -577,7 +577,8 @@ class Road:
         holder = state_mod.advisory_holder(conn)
         if opts.dry_run:
             report.lock_holder = holder.describe() if holder else None
-            report.steps = [s for p in pending for s in self._plan(conn, p, st)]
+            report.steps = [s for p in pending for s in self._plan(conn, p)]
+            report.privileges = self._missing_privileges(conn, pending)
             report.advice = _advice(report, pending)
             return report
         if not pending:
@@ -669,6 +670,20 @@ class Road:
         return pending, recorded_tags
 
     def _check_privileges(self, conn: psycopg.Connection[Any], pending: list[Pending]) -> None:
+        missing = self._missing_privileges(conn, pending)
+        if missing:
+            raise RefusedError(
+                f"role {self._user!r} lacks what the road needs: {'; '.join(missing)}",
+                hint="nothing was written; connect as the world's owner, or GRANT those "
+                "(ALTER TABLE and CREATE INDEX need the table's owner role)",
+            )
+
+    def _missing_privileges(
+        self, conn: psycopg.Connection[Any], pending: list[Pending]
+    ) -> list[str]:
+        """Each grant the road needs and this role lacks, as `object: what`."""
+        if not pending:
+            return []
         tables = sorted(
             {a.table for p in pending for a in p.actions if a.table and a.kind != "create-table"}
             | {MIGRATIONS}
@@ -682,14 +697,7 @@ class Road:
             rows = cur.execute(
                 sql.load("migrate/road_privileges"), {"tables": tables, "schemas": schemas}
             ).fetchall()
-        if rows:
-            who = self._user
-            needs = "; ".join(f"{r['object']}: {r['needs']}" for r in rows)
-            raise RefusedError(
-                f"role {who!r} lacks what the road needs: {needs}",
-                hint="nothing was written; connect as the world's owner, or GRANT those "
-                "(ALTER TABLE and CREATE INDEX need the table's owner role)",
-            )
+        return [f"{r['object']}: {r['needs']}" for r in rows]
 
     # ------------------------------------------------------------------------- runs
     def _assess_runs(
@@ -913,9 +921,7 @@ class Road:
             f"{self.options.retries} retries with jittered backoff"
         )
 
-    def _plan(
-        self, conn: psycopg.Connection[Any], p: Pending, st: state_mod.KeyState
-    ) -> list[Step]:
+    def _plan(self, conn: psycopg.Connection[Any], p: Pending) -> list[Step]:
         steps = []
         for action in p.actions:
             run, why = self.decide(conn, p, action)
@@ -928,6 +934,7 @@ class Road:
                     self._sql_of(action),
                     self._lock_text(action),
                     action.package_lock,
+                    action.how,
                 )
             )
         steps.append(

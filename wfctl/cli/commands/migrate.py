@@ -281,6 +281,8 @@ def road_lines(report: road_mod.RoadReport) -> list[str]:
             lines.append(f"  … and {len(report.runs) - 20} more (--format json lists all)")
     if report.runs_policy:
         lines.append(f"runs policy: {report.runs_policy}")
+    for missing in report.privileges:
+        lines.append(f"MISSING PRIVILEGE: {missing} (the road would be refused)")
     if report.dry_run:
         lines.append(
             f"locks: lock_timeout {report.lock_timeout_ms} ms per attempt, up to "
@@ -297,6 +299,8 @@ def road_lines(report: road_mod.RoadReport) -> list[str]:
         if report.dry_run:
             verb = "RUN " if step.action == "run" else "skip"
             lines.append(f"   [{verb}] {step.kind}: {step.reason}")
+            if step.how:
+                lines.append(f"       how: {step.how}")
             for text in step.sql:
                 lines += [f"       {ln}" for ln in text.strip().splitlines()]
             lines.append(f"       lock: {step.lock}")
@@ -396,6 +400,18 @@ def status(ctx: typer.Context, package: PackageOption = None) -> None:
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
     folder = package if package is not None else ctx.meta.get("wfctl_migrate_package")
+    if folder is not None and not package_mod.beta_line(package_mod.locate(folder)):
+        # Not the beta.29 line (a 4.x release): its pending migrations are the road's plan.
+        plan = road_mod.Road(
+            st.target,
+            CliReporter(st.output),
+            road_mod.RoadOptions(package_mod.locate(folder), dry_run=True),
+        ).run()
+        if fmt is Format.JSON:
+            st.output.json(plan.as_dict())
+        else:
+            st.output.data("\n".join(road_lines(plan)))
+        return
     pkg = package_mod.load(folder) if folder is not None else None
     with connect(st.target) as conn:
         try:
