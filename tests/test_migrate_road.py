@@ -465,3 +465,18 @@ def test_a_new_index_and_column_of_an_unknown_release(
         assert len(drizzle_rows(conn)) == 19
     status, out, _ = road(run_cli, real_world, folder)
     assert status == 0 and "nothing to do" in out
+
+
+def test_the_migrate_domain_never_imports_the_command_layer() -> None:
+    """wfctl.migrate reports through a Reporter (wfctl.migrate.events); the CLI renders."""
+    import ast
+
+    folder = Path(__file__).resolve().parent.parent / "wfctl" / "migrate"
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom)
+                else []
+            )  # fmt: skip
+            assert not any(n.startswith(("wfctl.cli", "rich")) for n in names), (path, names)

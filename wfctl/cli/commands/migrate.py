@@ -267,8 +267,8 @@ def road_lines(report: road_mod.RoadReport) -> list[str]:
             + (", ".join(report.drizzle_applies) or "nothing")
             + " and SKIP "
             + ", ".join(report.drizzle_skips)
-            + f": it applies a journal entry only when its `when` is newer than the newest "
-            f"recorded row ({report.newest_recorded}); wfctl applies them"
+            + ": it applies a journal entry only when its `when` is newer than the newest "
+            f"recorded row, {report.newest_recorded}; wfctl applies them"
         )
     if report.runs or report.runs_note:
         lines.append(
