@@ -480,3 +480,14 @@ def test_the_migrate_domain_never_imports_the_command_layer() -> None:
                 else []
             )  # fmt: skip
             assert not any(n.startswith(("wfctl.cli", "rich")) for n in names), (path, names)
+
+
+def test_status_names_the_road(world_41: Db, run_cli: Any) -> None:
+    status, out, _ = run_cli("--dsn", world_41.dsn, "migrate", "status", "--package",
+                             str(beta29_dir()))  # fmt: skip
+    assert status == ExitStatus.WARNING  # the package's migrator would build indexes under its lock
+    assert "online road:  possible: `wfctl migrate --online --package DIR` applies 0010_" in out
+    # a 4.x package (not the beta.29 line): the road's plan
+    status, out, _ = run_cli("--dsn", world_41.dsn, "migrate", "status", "--package",
+                             str(release_dir("4.3.7")))  # fmt: skip
+    assert status == 0 and "pending: 0010_add_events_entity_creation_unique_index, 0015_" in out

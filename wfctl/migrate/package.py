@@ -123,8 +123,8 @@ def locate(directory: Path) -> Package:
             hint="give the installed package, e.g. node_modules/@workflow/world-postgres",
         )
     raise UsageError(
-        f"--package {directory}: holds no {PACKAGE_NAME} (no package.json naming it, here or "
-        "in node_modules/@workflow/world-postgres)",
+        f"--package {directory}: holds no {PACKAGE_NAME} (no {MIGRATIONS_SUBDIR / JOURNAL} in "
+        "it, nor a node_modules/@workflow/world-postgres)",
         hint="give the installed package, e.g. node_modules/@workflow/world-postgres",
     )
 
@@ -132,7 +132,7 @@ def locate(directory: Path) -> Package:
 def load(directory: Path) -> Package:
     """Read a beta.29-line package folder (the slot-era swap); accepts the package root or its
     migrations folder itself."""
-    package = _read(directory, directory.expanduser())
+    package = locate(directory)
     _check_beta29_prefix(package)
     return package
 

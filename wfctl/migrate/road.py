@@ -1134,6 +1134,32 @@ def _marker(conn: psycopg.Connection[Any]) -> str | None:
     return text if isinstance(text, str) and text.startswith(MARKER_PREFIX) else None
 
 
+def verdict(package: Package, st: state_mod.KeyState) -> str:
+    """Whether the road can take the world to `package` (for `wfctl migrate status`)."""
+    recorded = {r.created_at for r in st.recorded}  # the road itself checks the hashes
+    floor = st.max_created_at if st.max_created_at is not None else -1
+    todo: list[str] = []
+    skipped = 0
+    for entry in package.entries:
+        if entry.when in recorded:
+            continue
+        try:
+            migration = package.migration(entry)
+            actions_of(migration)
+        except Unrunnable as exc:
+            return f"refused: {entry.tag} has {_short(str(exc.args[0]), 80)}"
+        except WfctlError as exc:
+            return f"refused: {exc.message}"
+        todo.append(migration.tag)
+        skipped += migration.when <= floor
+    if not todo:
+        return "nothing to do: every migration of the package is recorded"
+    never = f"; {skipped} of them never applied by the package's migrator" if skipped else ""
+    return (
+        f"possible: `wfctl migrate --online --package DIR` applies {', '.join(todo)} online{never}"
+    )
+
+
 def marker(conn: psycopg.Connection[Any]) -> str | None:
     """Where an interrupted road stopped (None: no road in progress)."""
     return _marker(conn)
