@@ -37,8 +37,9 @@ Every step detects whether it already happened: rerun after any interruption (`w
 Exit: 0 done, 1 done with catalog drift, 2 refused (downgrade, unknown statement, runs in flight, privileges, another migration running), 3 lock not granted after the retries / timeout / no world, 64 usage.
 
 [bold]Examples[/bold]
-  wfctl migrate --online --package node_modules/@workflow/world-postgres --dry-run
-  wfctl migrate --online --package node_modules/@workflow/world-postgres --drain
+  wfctl migrate --online --package node_modules/@workflow/world-postgres
+  wfctl migrate --online --package DIR --dry-run
+  wfctl migrate --online --package DIR --drain
   wfctl migrate status --package node_modules/@workflow/world-postgres
   wfctl migrate --online
   wfctl migrate --online --swap --package DIR --lock-timeout 500 --retries 20
