@@ -583,7 +583,8 @@ class Road:
             return report
         if not pending:
             report.advice = "nothing to do: every migration of DIR is recorded"
-            self._finish(conn, report, clear_marker=marker is not None)
+            # A marker left by a road that stopped after its last record; never a running one's.
+            self._finish(conn, report, clear_marker=marker is not None and holder is None)
             return report
         if st.server_version_num >= 140000:
             conn.execute(sql.load("migrate/watch_client"))
@@ -612,7 +613,7 @@ class Road:
     def _pending(self, st: state_mod.KeyState) -> tuple[list[Pending], list[str]]:
         """DIR's entries not recorded, in journal order; refuse rows DIR does not ship."""
         package = self.options.package
-        by_hash = {}
+        by_hash: dict[tuple[str, int], Migration] = {}
         for entry in package.entries:
             m = package.migration(entry)
             by_hash[(m.sha256, m.when)] = m
@@ -620,9 +621,7 @@ class Road:
         recorded_tags: list[str] = []
         strangers = []
         for row in st.recorded:
-            hit = next(
-                (m for (h, w), m in by_hash.items() if h == row.hash and w == row.created_at), None
-            )
+            hit = by_hash.get((row.hash, row.created_at or -1))
             if hit is None:
                 strangers.append(row)
             else:
