@@ -48,9 +48,7 @@ COMMANDS: dict[str, Entry] = {
         _PKG + "worker", "Run workflows from the queue, or (`status`) show workers and queues."
     ),
     "hooks": Entry(_PKG + "hooks", "Resume workflows waiting on hooks."),
-    "migrate": Entry(
-        _PKG + "migrate", "Swap the event key to (run_id, id) without blocking a live world."
-    ),
+    "migrate": Entry(_PKG + "migrate", "Upgrade a live world without blocking it."),
     "gc": Entry(
         _PKG + "gc",
         "Delete terminal runs whose completion is older than --older-than, with their events,"

@@ -33,14 +33,13 @@ from typing import Any
 import psycopg
 from psycopg import errors as pgerrors
 from psycopg.rows import dict_row
-from rich.markup import escape
 
 from wfctl import sql
-from wfctl.cli.output import Output
 from wfctl.connection.db import Target, connect, query_error, read_only
 from wfctl.errors import ExitStatus, RefusedError, WfctlError
-from wfctl.migrate import recognise
+from wfctl.migrate import locks, recognise
 from wfctl.migrate import state as state_mod
+from wfctl.migrate.events import Reporter
 from wfctl.migrate.package import Migration, Package
 from wfctl.migrate.progress import BuildProgress
 from wfctl.migrate.state import KeyState
@@ -314,17 +313,27 @@ class OnlineMigration:
     def __init__(
         self,
         target: Target,
-        output: Output,
+        reporter: Reporter,
         options: Options,
         *,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
         self.target = target
-        self.output = output
+        self.reporter = reporter
         self.options = options
-        self.sleep = sleep
-        self.rng = rng or random.Random()
+        t = target.timeouts
+        self.locks = locks.LockPolicy(
+            lock_timeout_ms=options.lock_timeout_ms,
+            retries=options.retries,
+            statement_ms=t.statement_ms,
+            default_lock_ms=t.lock_ms,
+            say=self.say,
+            backoff_base_s=options.backoff_base_s,
+            backoff_cap_s=options.backoff_cap_s,
+            sleep=sleep,
+            rng=rng or random.Random(),
+        )
         self.plan: SwapPlan | None = None
         self.advice_plan: SwapPlan | None = None
 
@@ -367,7 +376,7 @@ class OnlineMigration:
             self._finish(report, st, conn, final=False)
             return report
         self._session_setup(conn, st)
-        self._acquire(conn)
+        locks.acquire(conn)
         try:
             self.say(
                 f"wfctl migrate --online{' --swap' if opts.swap else ''}: database "
@@ -380,7 +389,7 @@ class OnlineMigration:
             st = state_mod.read(conn)
             self._finish(report, st, conn, final=True)
         finally:
-            _release(conn)
+            locks.release(conn)
         return report
 
     def _steps(self) -> tuple[StepInfo, ...]:
@@ -534,19 +543,6 @@ class OnlineMigration:
         if st.server_version_num >= 140000:
             conn.execute(sql.load("migrate/watch_client"))
 
-    def _acquire(self, conn: psycopg.Connection[Any]) -> None:
-        row = conn.execute(sql.load("migrate/try_advisory_lock")).fetchone()
-        if row and row[0]:
-            return
-        holder = state_mod.advisory_holder(conn)
-        who = holder.describe() if holder else "a session that has just ended"
-        pid = holder.pid if holder else "PID"
-        raise RefusedError(
-            f"another migration is running: the wfctl migrate lock is held by {who}",
-            hint=f"wait for it to finish; if that process is gone, "
-            f"SELECT pg_terminate_backend({pid})",
-        )
-
     def _execute(
         self, conn: psycopg.Connection[Any], info: StepInfo, st: KeyState, counter: str
     ) -> StepResult:
@@ -607,7 +603,7 @@ class OnlineMigration:
     ) -> int:
         label = "building workflow_events_run_id_id_idx"
         try:
-            with BuildProgress(self.target, self.output, st.pid, label):
+            with BuildProgress(self.target, self.reporter, st.pid, label):
                 self._concurrent(conn, "migrate/build_key_index", no_statement_timeout=True)
         except pgerrors.UniqueViolation as exc:
             raise RefusedError(
@@ -711,39 +707,7 @@ class OnlineMigration:
         self, conn: psycopg.Connection[Any], relation: str, action: Callable[[], None]
     ) -> int:
         """Run `action` under the short lock_timeout; on a lock timeout retry with backoff."""
-        opts = self.options
-        attempt = 0
-        while True:
-            attempt += 1
-            self._limits(conn, self.target.timeouts.statement_ms, opts.lock_timeout_ms)
-            try:
-                action()
-                return attempt
-            except pgerrors.LockNotAvailable:
-                pass
-            finally:
-                self._default_limits(conn)
-            holders = state_mod.blockers(conn, relation)
-            who = "; ".join(h.describe() for h in holders[:3]) or "a session that has since ended"
-            if attempt > opts.retries:
-                raise WfctlError(
-                    f"lock on {relation} not granted within {opts.lock_timeout_ms} ms in "
-                    f"{attempt} attempts; held by {who}",
-                    hint="nothing was changed by this step; rerun later, or raise --retries / "
-                    "--lock-timeout (every waiting moment queues the table's other users)",
-                )
-            delay = self.backoff(attempt)
-            self.say(
-                f"    lock on {relation} not granted within {opts.lock_timeout_ms} ms "
-                f"(attempt {attempt}/{opts.retries + 1}); held by {who}; retrying in {delay:.2f} s"
-            )
-            self.sleep(delay)
-
-    def backoff(self, attempt: int) -> float:
-        """Exponential backoff with jitter: base * 2^(attempt-1), capped, times 0.5..1.5."""
-        opts = self.options
-        raw = min(opts.backoff_cap_s, opts.backoff_base_s * (2 ** (attempt - 1)))
-        return float(raw * self.rng.uniform(0.5, 1.5))
+        return self.locks.run(conn, relation, action)
 
     # ----------------------------------------------------------------- outcome
     def _finish(
@@ -763,16 +727,7 @@ class OnlineMigration:
             report.advice = _prepare_advice(st, self.advice_plan)
 
     def say(self, text: str) -> None:
-        self.output.message(escape(text))
-
-
-def _release(conn: psycopg.Connection[Any]) -> None:
-    """Give the single-flight lock back; a broken session has already lost it."""
-    try:
-        if not conn.closed and not conn.broken:
-            conn.execute(sql.load("migrate/advisory_unlock"))
-    except psycopg.Error:
-        pass  # the lock is session-level: closing the session releases it
+        self.reporter.say(text)
 
 
 def _record_row(r: Replaced) -> dict[str, Any]:

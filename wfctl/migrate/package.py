@@ -94,9 +94,51 @@ class Package:
         return None
 
 
+PACKAGE_NAME = "@workflow/world-postgres"
+
+
+def locate(directory: Path) -> Package:
+    """The installed @workflow/world-postgres in `directory`, whatever its release line.
+
+    `directory` may be the package itself, an app holding it in `node_modules/`, or its
+    migrations folder. Refuses (usage, nothing read from the database) a folder that holds
+    no such package or another package, so the road never runs another package's SQL.
+    """
+    base = directory.expanduser()
+    if not base.is_dir():
+        raise UsageError(
+            f"--package {directory}: not a directory",
+            hint="give the installed package, e.g. node_modules/@workflow/world-postgres",
+        )
+    own, _ = _package_json(base)
+    nested = base / "node_modules" / "@workflow" / "world-postgres"
+    if own == PACKAGE_NAME or (own is None and (base / JOURNAL).is_file()):
+        return _read(directory, base)
+    if _package_json(nested)[0] == PACKAGE_NAME:
+        return _read(directory, nested)
+    if own is not None:
+        raise UsageError(
+            f"--package {directory}: holds {own}, not {PACKAGE_NAME} (nor has it in "
+            "node_modules/@workflow/world-postgres)",
+            hint="give the installed package, e.g. node_modules/@workflow/world-postgres",
+        )
+    raise UsageError(
+        f"--package {directory}: holds no {PACKAGE_NAME} (no {MIGRATIONS_SUBDIR / JOURNAL} in "
+        "it, nor a node_modules/@workflow/world-postgres)",
+        hint="give the installed package, e.g. node_modules/@workflow/world-postgres",
+    )
+
+
 def load(directory: Path) -> Package:
-    """Read a package folder; accepts the package root or its migrations folder itself."""
-    root = directory.expanduser()
+    """Read a beta.29-line package folder (the slot-era swap); accepts the package root or its
+    migrations folder itself."""
+    package = locate(directory)
+    _check_beta29_prefix(package)
+    return package
+
+
+def _read(directory: Path, root: Path) -> Package:
+    """The journal of the package at `root` (or of `root` itself, a migrations folder)."""
     if not root.is_dir():
         raise UsageError(
             f"--package {directory}: not a directory",
@@ -123,9 +165,7 @@ def load(directory: Path) -> Package:
             hint="is this an installed @workflow/world-postgres folder?",
         ) from None
     name, version = _package_json(root)
-    package = Package(root=root, folder=folder, name=name, version=version, entries=entries)
-    _check_beta29_prefix(package)
-    return package
+    return Package(root=root, folder=folder, name=name, version=version, entries=entries)
 
 
 def _package_json(root: Path) -> tuple[str | None, str | None]:
@@ -140,6 +180,13 @@ def _package_json(root: Path) -> tuple[str | None, str | None]:
         return None, None
     name, version = data.get("name"), data.get("version")
     return (name if isinstance(name, str) else None, version if isinstance(version, str) else None)
+
+
+def beta_line(package: Package) -> bool:
+    """Whether the journal starts with beta.29's 0000-0017 (the line the slot-era swap knows)."""
+    known = drizzle.BETA29
+    head = [(e.tag, e.when) for e in package.entries[: len(known)]]
+    return head == [(m.tag, m.when) for m in known]
 
 
 def _check_beta29_prefix(package: Package) -> None:

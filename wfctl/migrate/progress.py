@@ -1,27 +1,23 @@
-"""Progress of a concurrent index build, from `pg_stat_progress_create_index`, on stderr.
+"""Progress of a concurrent index build, from `pg_stat_progress_create_index`.
 
-A second session polls the building session's row every half second. On a terminal the
-progress is a bar; elsewhere (cron, CI, a pipe) one line per phase and at most one line per
-ten seconds within a phase, so logs stay readable.
+A second session polls the building session's row every half second and hands each reading
+to the `Reporter` (wfctl.migrate.events): the command layer draws a bar on a terminal, or one
+line per phase (and at most one per ten seconds within a phase) elsewhere.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from wfctl import sql
-from wfctl.cli.output import Output
 from wfctl.connection.db import Target, connect
+from wfctl.migrate.events import Reporter
 
 POLL_S = 0.5
-LINE_EVERY_S = 10.0
 
 
 def fraction(row: dict[str, Any]) -> tuple[float | None, str]:
@@ -46,11 +42,11 @@ def fraction(row: dict[str, Any]) -> tuple[float | None, str]:
 
 
 class BuildProgress:
-    """Poll one backend's index build in a thread until `stop()`; render on stderr."""
+    """Poll one backend's index build in a thread until the block ends; report each reading."""
 
-    def __init__(self, target: Target, output: Output, pid: int, label: str) -> None:
+    def __init__(self, target: Target, reporter: Reporter, pid: int, label: str) -> None:
         self.target = target
-        self.output = output
+        self.reporter = reporter
         self.pid = pid
         self.label = label
         self._stop = threading.Event()
@@ -64,6 +60,7 @@ class BuildProgress:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        self.reporter.progress_done(self.label)
 
     def _run(self) -> None:
         try:
@@ -71,10 +68,15 @@ class BuildProgress:
         except Exception:  # progress is a courtesy: never fail the build because of it
             return
         with conn:
-            if self.output.err.is_terminal:
-                self._bar(conn)
-            else:
-                self._lines(conn)
+            while not self._stop.wait(POLL_S):
+                row = self._poll(conn)
+                if row is None:
+                    continue
+                phase = str(row.get("phase") or "")
+                if not self.phases or self.phases[-1] != phase:
+                    self.phases.append(phase)
+                part, detail = fraction(row)
+                self.reporter.progress(self.label, phase, part, detail)
 
     def _poll(self, conn: psycopg.Connection[Any]) -> dict[str, Any] | None:
         try:
@@ -82,49 +84,3 @@ class BuildProgress:
                 return cur.execute(sql.load("migrate/index_progress"), {"pid": self.pid}).fetchone()
         except psycopg.Error:
             return None
-
-    def _note_phase(self, row: dict[str, Any]) -> bool:
-        phase = str(row.get("phase") or "")
-        if not self.phases or self.phases[-1] != phase:
-            self.phases.append(phase)
-            return True
-        return False
-
-    def _lines(self, conn: psycopg.Connection[Any]) -> None:
-        last_line = 0.0
-        while not self._stop.wait(POLL_S):
-            row = self._poll(conn)
-            if row is None:
-                continue
-            changed = self._note_phase(row)
-            now = time.monotonic()
-            if changed or now - last_line >= LINE_EVERY_S:
-                part, detail = fraction(row)
-                pct = f" {part:.0%}" if part is not None else ""
-                extra = f" ({detail})" if detail else ""
-                self.output.message(escape(f"  {self.label}: {row['phase']}{pct}{extra}"))
-                last_line = now
-
-    def _bar(self, conn: psycopg.Connection[Any]) -> None:
-        # One bar per phase (the view reports progress phase by phase): phase, bar, %, counters.
-        columns = (
-            TextColumn("  {task.description}"),
-            BarColumn(bar_width=24),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            TextColumn("[dim]{task.fields[detail]}[/dim]"),
-        )
-        with Progress(*columns, console=self.output.err, transient=False) as bar:
-            task: TaskID = bar.add_task("starting", total=100, detail="")
-            while not self._stop.wait(POLL_S):
-                row = self._poll(conn)
-                if row is None:
-                    continue
-                self._note_phase(row)
-                part, detail = fraction(row)
-                bar.update(
-                    task,
-                    description=escape(str(row["phase"])),
-                    completed=(part or 0.0) * 100,
-                    detail=escape(detail),
-                )

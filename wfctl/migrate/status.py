@@ -19,6 +19,8 @@ from wfctl.migrate import recognise
 from wfctl.migrate import state as state_mod
 from wfctl.migrate.online import Replaced, analyse_pending, plan_swap
 from wfctl.migrate.package import Package
+from wfctl.migrate.road import marker as road_marker
+from wfctl.migrate.road import verdict as road_verdict
 from wfctl.migrate.state import KeyState
 from wfctl.world import drizzle, model
 
@@ -39,6 +41,8 @@ class StatusReport:
     pending: list[Replaced] = field(default_factory=list)
     never_applied: list[str] = field(default_factory=list)
     swap: str = ""
+    road_verdict: str = ""  # whether `--online --package DIR` (the road) can run
+    road: str | None = None  # where an interrupted `--online --package DIR` stopped
     blocking: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -89,6 +93,8 @@ class StatusReport:
             "pending": [_pending_dict(p, self) for p in self.pending],
             "never_applied": self.never_applied,
             "swap": self.swap,
+            "road_in_progress": self.road,
+            "road": self.road_verdict,
             "would_block": self.blocking,
             "warnings": self.warnings,
         }
@@ -139,6 +145,11 @@ def build(conn: psycopg.Connection[Any], package: Package | None) -> StatusRepor
     for row in report.invalid:
         who = f" (being built by pid {row['building_pid']})" if row["building_pid"] else ""
         report.warnings.append(f"INVALID index {row['index']}{who}")
+    report.road = road_marker(conn) if world.present else None
+    if report.road and holder is None:
+        report.warnings.append(
+            f"an interrupted migration: {report.road}; rerun the same command to resume"
+        )
     if package is not None and world.present:
         report.pending = analyse_pending(package, st)
         report.never_applied = _never_applied(package, st)
@@ -151,6 +162,7 @@ def build(conn: psycopg.Connection[Any], package: Package | None) -> StatusRepor
             if any(not s.lock_known for s in p.analysis.statements):
                 report.warnings.append(f"{p.tag}: statements whose locks wfctl cannot tell")
         report.swap = _swap_verdict(package, st)
+        report.road_verdict = road_verdict(package, st)
         report.blocking = _blocking(report)
         for b in report.blocking:
             if b["index_builds"]:
@@ -249,6 +261,9 @@ def text_lines(report: StatusReport) -> list[str]:
     ]
     if report.holder:
         lines.append(f"migrating:    the wfctl migrate lock is held by {report.holder}")
+    if report.road:
+        state = "running" if report.holder else "stopped (rerun the same command to resume)"
+        lines.append(f"road:         {report.road}; {state}")
     for row in report.invalid:
         who = f", being built by pid {row['building_pid']}" if row["building_pid"] else ""
         lines.append(f"INVALID:      {row['index']} on {row['table']}{who}")
@@ -273,7 +288,7 @@ def text_lines(report: StatusReport) -> list[str]:
         if any(not s.lock_known for s in p.analysis.statements):
             mark = "  [not recognised]"
         elif not p.analysis.recognised:
-            mark = "  [locks estimated; not replaceable by wfctl]"
+            mark = "  [locks estimated; not replaceable by --swap]"
         lines.append(f"  {p.tag} (when {p.migration.when}){mark}")
         for s in p.analysis.statements:
             lines.append(f"    {_short(s.text)}")
@@ -284,6 +299,8 @@ def text_lines(report: StatusReport) -> list[str]:
         lines.append("would block (package's migrator, as the world stands now):")
         lines += [f"  {b['summary']}" for b in report.blocking]
     lines.append(f"online swap:  {report.swap}")
+    if report.road_verdict:
+        lines.append(f"online road:  {report.road_verdict}")
     return lines
 
 

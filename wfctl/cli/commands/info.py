@@ -39,6 +39,7 @@ def info(ctx: typer.Context) -> None:
             with read_only(conn):
                 world = model.inspect(conn)
                 versions = _spec_versions(conn) if world.present else []
+                road = _road_marker(conn) if world.present else None
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "inspecting the world") from None
     report: dict[str, Any] = {
@@ -47,6 +48,7 @@ def info(ctx: typer.Context) -> None:
         "embedded": embedded.server_state().as_dict() if st.target.dsn.is_embedded else None,
         **world.as_dict(),
         "spec_versions": versions,
+        "migration_in_progress": road,
     }
     if fmt is Format.JSON:
         st.output.json(report)
@@ -80,6 +82,11 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
         ]
         if world.unknown_migrations:
             lines.append(f"unknown:      {', '.join(world.unknown_migrations)}")
+        if report.get("migration_in_progress"):
+            lines.append(
+                f"MIGRATING:    {report['migration_in_progress']} (a stopped run resumes when "
+                "rerun; `wfctl migrate status` says more)"
+            )
         if world.missing_tables:
             lines.append(f"INCOMPLETE:   missing {', '.join(world.missing_tables)}")
         release = world.release
@@ -101,6 +108,14 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
             lines += [f"  - {line}" for line in upgrade.lines()]
         lines += _spec_lines(report["spec_versions"])
     write("\n".join(lines))
+
+
+def _road_marker(conn: psycopg.Connection[Any]) -> str | None:
+    """Where a `wfctl migrate --online --package DIR` stands (running, or stopped and not
+    resumed yet): the comment it keeps on drizzle's bookkeeping table."""
+    row = conn.execute(sql.load("migrate/road_marker_read")).fetchone()
+    text = row[0] if row else None
+    return text if isinstance(text, str) and text.startswith("wfctl migrate --online") else None
 
 
 def _spec_versions(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:

@@ -1,7 +1,9 @@
-"""`wfctl migrate`: the slot-era event key swap without blocking a live world.
+"""`wfctl migrate`: upgrade a live world without blocking it.
 
-`wfctl migrate status` reports; `wfctl migrate --online` prepares (and with `--swap`
-performs) the swap. The logic lives in `wfctl.migrate`; this module parses and renders.
+`wfctl migrate status` reports; `wfctl migrate --online --package DIR` takes the world to the
+release in DIR (wfctl.migrate.road); `wfctl migrate --online [--swap]` prepares or performs
+the slot-era key swap (wfctl.migrate.online). The logic lives in `wfctl.migrate`; this module
+parses, decides exit codes and renders.
 """
 
 from __future__ import annotations
@@ -12,30 +14,34 @@ from typing import Annotated
 import psycopg
 import typer
 
-from wfctl.cli.app import app, state
+from wfctl.cli.app import State, app, state
+from wfctl.cli.migrate_progress import CliReporter
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.errors import ExitStatus, UsageError, WfctlError
 from wfctl.migrate import package as package_mod
+from wfctl.migrate import road as road_mod
+from wfctl.migrate import state as state_mod
 from wfctl.migrate import status as status_mod
 from wfctl.migrate.online import OnlineMigration, Options, Report
 
 MIGRATE_HELP = """\
-Swap the event key to (run_id, id) without blocking a live world.
+Upgrade a live world without blocking it.
 
-The slot era keys workflow.workflow_events by (run_id, id). Done the package's way, its migrator builds that key's index under ACCESS EXCLUSIVE inside one transaction: every read and write of the busiest table waits for the whole build.
+[bold]--online --package DIR[/bold] takes the world to the @workflow/world-postgres release installed in DIR, from DIR's own journal and SQL: every migration not recorded, including those drizzle's own migrator would skip (it applies only entries newer than the newest recorded row). Indexes are built CONCURRENTLY (a changed one beside the old, then swapped), columns added by one catalog statement under a short lock_timeout (--lock-timeout MS, before or after the command; 1000 ms unless given) with bounded, jittered retries; each migration is then recorded exactly as drizzle records it, so the package's migrator afterwards applies nothing. Runs in flight that would fail after the upgrade are named and refuse the road unless --drain (wait for them) or --allow-failing-runs. --dry-run prints the plan with each statement's lock.
 
-[bold]--online[/bold] (prepare) checks for (run_id, id) duplicates, builds the unique index CONCURRENTLY (progress on stderr), verifies it, and says what remains: the package's migrator then adopts the index, so its exclusive lock covers only catalog work. [bold]--swap --package DIR[/bold] also swaps the key itself in one catalog statement under a short lock_timeout (--lock-timeout MS, before or after the command; 1000 ms unless given) with bounded, jittered retries, drops the redundant (run_id) index concurrently, creates workflow_event_slots, adds 0018's column when DIR has it pending, and records the replaced migrations (hash and journal `when` from DIR) so the package's migrator skips them. Only migrations wfctl recognises are replaced; any other package is refused.
+The slot-era event key swap: [bold]--online[/bold] alone prepares it (the unique (run_id, id) index, built concurrently); [bold]--swap --package DIR[/bold] also swaps the key in one catalog statement and records the replaced migrations. Only migrations wfctl recognises are replaced; any other package is refused.
 
-Every phase detects whether it already happened: rerun after any interruption. A second `wfctl migrate` is refused and told who holds the migration lock.
+Every step detects whether it already happened: rerun after any interruption (`wfctl migrate status` says where it stopped). A second `wfctl migrate` is refused and told who holds the migration lock.
 
-Exit: 0 done, 1 done with catalog drift, 2 refused (unknown package, duplicates, another migration running), 3 lock not granted after the retries / timeout / no world, 64 usage.
+Exit: 0 done, 1 done with catalog drift, 2 refused (downgrade, unknown statement, runs in flight, privileges, another migration running), 3 lock not granted after the retries / timeout / no world, 64 usage.
 
 [bold]Examples[/bold]
+  wfctl migrate --online --package node_modules/@workflow/world-postgres
+  wfctl migrate --online --package DIR --dry-run
+  wfctl migrate --online --package DIR --drain
   wfctl migrate status --package node_modules/@workflow/world-postgres
   wfctl migrate --online
-  wfctl migrate --online --swap --package DIR
-  wfctl migrate --online --swap --package DIR --dry-run
   wfctl migrate --online --swap --package DIR --lock-timeout 500 --retries 20
 """  # noqa: E501 (one paragraph per line: rich wraps them)
 
@@ -79,19 +85,51 @@ def migrate(
         int,
         typer.Option("--retries", metavar="N", help="Retries after a lock timeout (0-100)."),
     ] = 10,
+    drain: Annotated[
+        bool,
+        typer.Option(
+            "--drain",
+            help="Road: wait (with progress) until the runs in flight that would fail have "
+            "ended, then migrate.",
+        ),
+    ] = False,
+    drain_timeout: Annotated[
+        int,
+        typer.Option(
+            "--drain-timeout",
+            metavar="SECONDS",
+            help="Road: give up --drain after this long (nothing written).",
+        ),
+    ] = 3600,
+    carry: Annotated[
+        bool,
+        typer.Option(
+            "--carry",
+            help="Road: after the schema, rewrite the logs of the runs in flight the analysis "
+            "can carry (guarded, audited), so the target runtime continues them.",
+        ),
+    ] = False,
+    allow_failing_runs: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failing-runs",
+            help="Road: go on although runs in flight would fail after the upgrade (named).",
+        ),
+    ] = False,
 ) -> None:
     st = state(ctx)
     if ctx.invoked_subcommand is not None:
-        if online or swap or dry_run:
+        if online or swap or dry_run or drain or allow_failing_runs or carry:
             raise UsageError(
-                f"--online/--swap/--dry-run do not combine with `migrate {ctx.invoked_subcommand}`",
+                "--online/--swap/--dry-run/--drain/--carry/--allow-failing-runs do not combine "
+                f"with `migrate {ctx.invoked_subcommand}`",
                 hint="see `wfctl migrate --help`",
             )
         if package is not None:
             ctx.meta["wfctl_migrate_package"] = package
         return
     if not online:
-        if swap or dry_run or package is not None:
+        if swap or dry_run or package is not None or drain or allow_failing_runs or carry:
             raise UsageError("these options need --online", hint="see `wfctl migrate --help`")
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
@@ -111,7 +149,35 @@ def migrate(
         )
     if not 0 <= retries <= 100:
         raise UsageError("--retries must be between 0 and 100", hint="the default is 10")
+    if drain and allow_failing_runs:
+        raise UsageError(
+            "--drain and --allow-failing-runs exclude each other",
+            hint="--drain waits for the runs; --allow-failing-runs lets them fail",
+        )
+    if drain_timeout <= 0:
+        raise UsageError("--drain-timeout must be above 0 seconds", hint="the default is 3600")
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    if not swap and package is not None:
+        located = package_mod.locate(package)
+        if not _slot_era(st, located):
+            road_options = road_mod.RoadOptions(
+                package=located,
+                dry_run=dry_run,
+                lock_timeout_ms=lock_timeout,
+                retries=retries,
+                drain=drain,
+                drain_timeout_s=float(drain_timeout),
+                allow_failing_runs=allow_failing_runs,
+                carry=carry,
+            )
+            _run_road(st, fmt, road_options)
+            return
+    if drain or allow_failing_runs or carry:
+        raise UsageError(
+            "--drain/--carry/--allow-failing-runs belong to the road (--online --package DIR, "
+            "no --swap)",
+            hint="see `wfctl migrate --help`",
+        )
     options = Options(
         swap=swap,
         package=package_mod.load(package) if package is not None else None,
@@ -120,7 +186,7 @@ def migrate(
         retries=retries,
     )
     try:
-        report = OnlineMigration(st.target, st.output, options).run()
+        report = OnlineMigration(st.target, CliReporter(st.output), options).run()
     except KeyboardInterrupt:
         raise WfctlError(
             "interrupted",
@@ -134,6 +200,139 @@ def migrate(
         _print_report(st.output, report)
     if report.status:
         raise typer.Exit(int(report.status))
+
+
+def _slot_era(st: State, package: package_mod.Package) -> bool:
+    """Whether DIR's pending migrations swap the event key (the slot-era road, as before the
+    general road existed): `--online --package DIR` then prepares that swap."""
+    with connect(st.target) as conn:
+        try:
+            with read_only(conn):
+                recorded = state_mod.read(conn)
+        except psycopg.Error as exc:
+            raise query_error(exc, st.target, "reading the recorded migrations") from None
+    for entry in package.pending(recorded.max_created_at):
+        try:
+            if package.migration(entry).analyse().swaps_key:
+                return True
+        except WfctlError:
+            return False
+    return False
+
+
+def _run_road(st: State, fmt: Format, options: road_mod.RoadOptions) -> None:
+    try:
+        report = road_mod.Road(st.target, CliReporter(st.output), options).run()
+    except KeyboardInterrupt:
+        raise WfctlError(
+            "interrupted",
+            hint="every step is resumable; rerun the same command (`wfctl migrate status` "
+            "says where it stopped)",
+            status=ExitStatus.INTERRUPTED,
+        ) from None
+    if fmt is Format.JSON:
+        st.output.json(report.as_dict())
+    else:
+        st.output.data("\n".join(road_lines(report)))
+    if report.status:
+        raise typer.Exit(int(report.status))
+
+
+def road_lines(report: road_mod.RoadReport) -> list[str]:
+    """The road's plan (dry run) or outcome, as text."""
+    lines: list[str] = []
+    head = (
+        f"{report.world} ({report.source}) -> @workflow/world-postgres {report.target}, "
+        f"database {report.database!r}"
+    )
+    if report.dry_run:
+        lines.append(
+            f"plan for `wfctl migrate --online --package DIR`: {head}; nothing was written"
+        )
+    else:
+        lines.append(f"wfctl migrate --online --package DIR: {head}")
+    lines.append(f"package: {report.package}")
+    if report.resumed_from:
+        lines.append(f"an earlier run stopped: {report.resumed_from}")
+    if report.lock_holder:
+        lines.append(f"note: the wfctl migrate lock is held now by {report.lock_holder}")
+    lines.append(
+        f"recorded: {len(report.recorded)} migrations"
+        + (f", newest {report.newest_recorded}" if report.newest_recorded else "")
+    )
+    pending = [p["tag"] for p in report.pending]
+    lines.append(f"pending: {', '.join(pending) if pending else 'none'}")
+    if report.drizzle_skips:
+        lines.append(
+            "the package's own migrator would apply "
+            + (", ".join(report.drizzle_applies) or "nothing")
+            + " and SKIP "
+            + ", ".join(report.drizzle_skips)
+            + ": it applies a journal entry only when its `when` is newer than the newest "
+            f"recorded row, {report.newest_recorded}; wfctl applies them"
+        )
+    if report.runs or report.runs_note:
+        lines.append(
+            f"runs in flight: {len(report.runs)}"
+            + (f" ({report.runs_note})" if report.runs_note else "")
+        )
+        for r in report.runs[:20]:
+            lines.append(f"  - {r.run_id} {r.workflow_name} [{r.status}]: {r.fate}, {r.reason}")
+        if len(report.runs) > 20:
+            lines.append(f"  … and {len(report.runs) - 20} more (--format json lists all)")
+    if report.runs_policy:
+        lines.append(f"runs policy: {report.runs_policy}")
+    for missing in report.privileges:
+        lines.append(f"MISSING PRIVILEGE: {missing} (the road would be refused)")
+    if report.dry_run:
+        lines.append(
+            f"locks: lock_timeout {report.lock_timeout_ms} ms per attempt, up to "
+            f"{report.retries} retries; no ACCESS EXCLUSIVE lock outlives one catalog statement"
+        )
+    current = None
+    n = 0
+    for step in report.steps:
+        if step.tag != current:
+            current = step.tag
+            n += 1
+            skip = " (drizzle's migrator would skip it)" if step.tag in report.drizzle_skips else ""
+            lines.append(f"{n}. {step.tag}{skip}")
+        if report.dry_run:
+            verb = "RUN " if step.action == "run" else "skip"
+            lines.append(f"   [{verb}] {step.kind}: {step.reason}")
+            if step.how:
+                lines.append(f"       how: {step.how}")
+            for text in step.sql:
+                lines += [f"       {ln}" for ln in text.strip().splitlines()]
+            lines.append(f"       lock: {step.lock}")
+            if step.package_lock:
+                lines.append(f"       the package's migrator: {step.package_lock}")
+        else:
+            took = f" ({step.seconds:.2f} s" if step.seconds is not None else ""
+            if took and step.attempts and step.attempts > 1:
+                took += f", {step.attempts} attempts"
+            took += ")" if took else ""
+            lines.append(f"   {step.action} {step.kind}{took}: {step.reason}")
+    if not report.dry_run and report.catalog_release:
+        lines.append(
+            f"catalog: matches a fresh {report.catalog_release} world"
+            if not report.catalog_drift
+            else f"catalog drift from a fresh {report.catalog_release} world "
+            f"({len(report.catalog_drift)}):"
+        )
+        lines += [f"  - {d}" for d in report.catalog_drift]
+        for c in report.carried:
+            lines.append(f"carry: run {c['run_id']}: {c['outcome']}, {c['reason']}")
+        if report.column_order:
+            lines.append(
+                "note: column order differs from a fresh world on "
+                + ", ".join(d.split(":")[0].removeprefix("table ") for d in report.column_order)
+                + ": another migrator added later columns first (ADD COLUMN appends; only a "
+                "table rewrite reorders). Neither the package nor wfctl reads columns by "
+                "position; doctor's WF151 still lists it"
+            )
+    lines.append(f"next: {report.advice}")
+    return lines
 
 
 def _print_report(output: Output, report: Report) -> None:
@@ -202,6 +401,18 @@ def status(ctx: typer.Context, package: PackageOption = None) -> None:
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
     folder = package if package is not None else ctx.meta.get("wfctl_migrate_package")
+    if folder is not None and not package_mod.beta_line(package_mod.locate(folder)):
+        # Not the beta.29 line (a 4.x release): its pending migrations are the road's plan.
+        plan = road_mod.Road(
+            st.target,
+            CliReporter(st.output),
+            road_mod.RoadOptions(package_mod.locate(folder), dry_run=True),
+        ).run()
+        if fmt is Format.JSON:
+            st.output.json(plan.as_dict())
+        else:
+            st.output.data("\n".join(road_lines(plan)))
+        return
     pkg = package_mod.load(folder) if folder is not None else None
     with connect(st.target) as conn:
         try:
