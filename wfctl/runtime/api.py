@@ -29,7 +29,7 @@ drive runs through the executor.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Awaitable, Generator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -38,8 +38,14 @@ from wfctl.runtime.children import ChildWorkflowError
 from wfctl.runtime.client import AsyncClient, Client, RunHandle, RunPage, SyncRunHandle
 from wfctl.runtime.context import StepContext, step_context
 from wfctl.runtime.errors import (
+    ConnectionError,
+    DecodeError,
+    DeterminismError,
     HookNotFoundError,
+    HookTimeoutError,
+    IdempotencyConflictError,
     RunCancelledError,
+    RunEndedError,
     RunFailedError,
     RunNotFoundError,
     RunTimeoutError,
@@ -118,6 +124,21 @@ class Hook:
         if self._decode is None:
             return future.__await__()
         return values.Typed(future, self._decode).__await__()
+
+    def wait(self, timeout: str | float | timedelta | None = None) -> Awaitable[Any]:
+        """The next payload, or `HookTimeoutError` once `timeout` (a duration, as `sleep`
+        takes) has passed without one. Durable: the deadline is a wait of the run (a wait
+        row and wait_created), raced with the hook in the log, so a replay takes the same
+        branch; a payload that arrives after the deadline stays for the next await.
+        `timeout=None` waits as `await hook` does."""
+        if timeout is None:
+            return self
+        eng = engine.current()
+        delta = parse_duration(timeout)
+        future = eng.next_payload_until(
+            self.correlation_id, eng.now() + delta, delta.total_seconds()
+        )
+        return future if self._decode is None else values.Typed(future, self._decode)
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
@@ -233,12 +254,18 @@ __all__ = [
     "ChildRun",
     "ChildWorkflowError",
     "Client",
+    "ConnectionError",
+    "DecodeError",
+    "DeterminismError",
     "FatalError",
     "Hook",
     "HookConflictError",
     "HookNotFoundError",
+    "HookTimeoutError",
+    "IdempotencyConflictError",
     "RetryableError",
     "RunCancelledError",
+    "RunEndedError",
     "RunFailedError",
     "RunHandle",
     "RunNotFoundError",

@@ -429,6 +429,8 @@ class Executor:
                     resolving = True
                 else:
                     next_due = _earliest(next_due, cmd.resume_at)
+            elif isinstance(cmd, eng.ReleaseWait):  # a hook deadline its payload beat
+                tx.complete_wait(cmd.correlation_id, cmd.resume_at)
             elif isinstance(cmd, eng.CreateHook):
                 tx.create_hook(cmd.correlation_id, cmd.token, cmd.metadata)
             elif isinstance(cmd, eng.DisposeHook):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from wfctl.runtime import engine, serde, values
+from wfctl.runtime.errors import WorkflowError
 from wfctl.runtime.retries import DEFAULT_POLICY, RetryPolicy
 
 DEFAULT_MAX_RETRIES = 3
@@ -98,7 +99,7 @@ def _names(fn: Callable[..., Any], kind: str) -> tuple[str, tuple[str, ...]]:
     return name, tuple(sorted(old - {name}))
 
 
-class ArgumentsError(TypeError):
+class ArgumentsError(WorkflowError, TypeError):
     """Arguments that do not fit a workflow's or step's signature (raised before anything
     is written: a run is never created with arguments its workflow cannot take)."""
 

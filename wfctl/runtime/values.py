@@ -37,6 +37,8 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+from wfctl.runtime import errors as _errors
+
 Decoder = Callable[[Any], Any]
 
 
@@ -135,8 +137,7 @@ def _pydantic_model() -> type | None:
 # --- decoding -------------------------------------------------------------------------------
 
 
-class DecodeError(TypeError):
-    """A stored value that does not fit the annotation it is decoded to."""
+DecodeError = _errors.DecodeError  # a WorkflowError (errors.py): documented, catchable
 
 
 _decoder_cache: dict[Any, Decoder | None] = {}
