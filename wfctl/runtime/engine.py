@@ -178,6 +178,7 @@ class CreateHook:
     correlation_id: str
     token: str
     metadata: bytes | None
+    type_ref: str | None = None  # create_hook(payload_type=...): `module:qualname`
 
 
 @dataclass(frozen=True)
@@ -312,6 +313,7 @@ class _Request:
     getters: collections.deque[asyncio.Future[Any]] = field(default_factory=collections.deque)
     awaited: bool = False
     released: bool = False  # waits: a hook deadline whose hook won (next_payload_until)
+    type_ref: str | None = None  # hooks: the payload type recorded for resume_hook
     # child: (workflow name, the child's input, queue, the token of the hook its end resumes)
     child: tuple[str, bytes, str, str] | None = None
 
@@ -464,11 +466,14 @@ class Engine:
         assert future is not None
         return future
 
-    def create_hook(self, token: str | None, metadata: bytes | None) -> str:
+    def create_hook(
+        self, token: str | None, metadata: bytes | None, type_ref: str | None = None
+    ) -> str:
         corr = self._next_corr("hook")
         if token is None:
             token = "wfh_" + correlation_ulid(self.run_id, self._counter).lower()
-        self._register(_Request("hook", corr, token, metadata=metadata))
+        req = self._register(_Request("hook", corr, token, metadata=metadata))
+        req.type_ref = type_ref
         return corr
 
     def hook_token(self, corr: str) -> str:
@@ -919,7 +924,9 @@ class Engine:
                 commands.append(cls(req.correlation_id, req.resume_at))
             elif req.kind == "hook":
                 if not req.created:
-                    commands.append(CreateHook(req.correlation_id, req.name, req.metadata))
+                    commands.append(
+                        CreateHook(req.correlation_id, req.name, req.metadata, req.type_ref)
+                    )
                 elif req.getters:
                     commands.append(AwaitHook(req.correlation_id, req.name))
             elif req.kind == "dispose":
