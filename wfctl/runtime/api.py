@@ -254,7 +254,7 @@ async def start(workflow: WorkflowDef[P, R], *args: P.args, **kwargs: P.kwargs) 
     *args)` (or those keywords, unless the workflow has such a parameter). To hand a run to
     workers instead, use `Client.enqueue`."""
     if engine.in_workflow():
-        raise RuntimeError(
+        raise DeterminismError(
             "start() cannot be called inside a workflow (it does I/O and would start a new run"
             " on every replay): use `child = await start_child(workflow, *args)`, then"
             " `await child` for its result"
