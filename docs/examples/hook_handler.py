@@ -59,16 +59,12 @@ async def expense(expense_id: str, amount: int) -> dict[str, str]:
     return {"expense": expense_id, "status": await pay_out(expense_id, amount)}
 
 
-_client: Client | None = None
-
-
 def resume(token: str, payload: Any) -> str | None:
-    """Resume the hook holding `token` with `payload` (the public client; one per process):
-    the run id it woke, or None when the decision is kept for a run still on its way."""
-    global _client
-    if _client is None:
-        _client = Client()  # WFCTL_DATABASE_URL, DATABASE_URL, ... (docs/api.md)
-    return _client.resume_hook(token, payload)
+    """Resume the hook holding `token` with `payload` through the public client: the run id
+    it woke, or None when the decision is kept for a run still on its way. (A real service
+    keeps one `Client` per process; the DSN comes from WFCTL_DATABASE_URL, DATABASE_URL...)"""
+    with Client() as client:
+        return client.resume_hook(token, payload)
 
 
 def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
