@@ -55,7 +55,12 @@ async def checkout(order_id: str, cents: int = 0) -> Receipt:
     await start_child(child, "x")  # error
     hook = create_hook(token=label)
     await hook.wait(timeout="1h")
-    return receipt
+    typed = create_hook(token=label, payload_type=Receipt)
+    paid: Receipt = await typed.wait(timeout="1h")
+    late: Receipt = await typed
+    (await typed).missing  # error
+    count = await typed  # error
+    return paid if late else receipt
 
 
 @wf.workflow(name="named", schedule=None)
