@@ -181,3 +181,25 @@ def test_smaller_points(store: Store, world: Any, client: Any) -> None:
     with pytest.raises(ConnectionError) as refused:
         Client("postgresql://nobody@127.0.0.1:1/none").get("wrun_x")
     assert isinstance(refused.value, WorkflowError) and "--dsn" not in str(refused.value)
+
+
+def test_a_world_shared_with_node_keeps_nothing_by_default(
+    store: Store, world: Any, client: Any
+) -> None:
+    """A token a Node run will create is not wfctl's to hold: with the Node world's queue in
+    the database, a delivery is not kept unless `keep=` says so, and a kept one is handed
+    only to a hook of a wfctl run."""
+    store.conn.execute("CREATE SCHEMA graphile_worker")
+    store.conn.execute("CREATE TABLE graphile_worker._private_tasks (id int)")
+    with pytest.raises(HookNotFoundError):
+        client.resume_hook("node-1", {"n": 1})
+    assert client.resume_hook("node-1", {"n": 1}, keep="1m") is None
+    node_run = "wrun_01JNODE0000000000000000000"
+    store.create_run(node_run, "workflow//node//flow", serde.dumps([]), deployment_id="dpl_n")
+    tx = store.tx(node_run)
+    tx.create_hook("hook_01JNODE0000000000000000000", "node-1", None)
+    tx.flush(commit=True)
+    assert store.take_kept(["node-1"]) == []  # a Node run's hook: left to expire
+    assert "hook_received" not in types(store, node_run)
+    kept = store.conn.execute("SELECT count(*) FROM wfctl.hook_inbox").fetchone()
+    assert kept is not None and kept[0] == 1
