@@ -203,3 +203,35 @@ def test_a_world_shared_with_node_keeps_nothing_by_default(
     assert "hook_received" not in types(store, node_run)
     kept = store.conn.execute("SELECT count(*) FROM wfctl.hook_inbox").fetchone()
     assert kept is not None and kept[0] == 1
+
+
+def test_two_takers_hand_a_kept_delivery_over_once(store: Store, world: Any) -> None:
+    import threading
+
+    import psycopg
+
+    run_id = start(store, hf.plain_hook, "race-1")
+    assert drive(store, run_id).status == "running"
+    store.conn.execute(
+        "INSERT INTO wfctl.hook_inbox (token, payload, expires_at)"
+        " VALUES ('race-1', %s, now() + interval '1 minute')",
+        (serde.dumps({"n": 7}),),
+    )
+    got: list[list[str]] = []
+    barrier = threading.Barrier(4)
+
+    def take() -> None:
+        with psycopg.connect(world.dsn, autocommit=True) as conn:
+            mine = Store(conn)
+            barrier.wait()
+            got.append(mine.take_kept(["race-1"]))
+
+    threads = [threading.Thread(target=take) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(len(g) for g in got) == [0, 0, 0, 1]
+    assert types(store, run_id).count("hook_received") == 1
+    done = drive(store, run_id)
+    assert done.status == "completed" and done.output == {"n": 7}
