@@ -1,5 +1,6 @@
 """Types end to end: what a team checks in CI. mypy --strict (and pyright, where installed)
-accept the correct calls of tests/runtime/typing_cases/wrong_calls.py and report every line
+accept the correct calls of tests/runtime/typing_cases/wrong_calls.py.txt (a .txt: pytest's
+mypy and ruff plugins must not check the deliberate errors) and report every line
 marked `# error` (a wrong argument to a step, to `enqueue`, to `start`/`start_child`, a
 misuse of a result), and pass on docs/examples/orders."""
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = Path(__file__).parent / "typing_cases" / "wrong_calls.py"
+CASES = Path(__file__).parent / "typing_cases" / "wrong_calls.py.txt"
 
 
 def marked_lines() -> set[int]:
