@@ -235,3 +235,20 @@ def test_two_takers_hand_a_kept_delivery_over_once(store: Store, world: Any) -> 
     assert types(store, run_id).count("hook_received") == 1
     done = drive(store, run_id)
     assert done.status == "completed" and done.output == {"n": 7}
+
+
+def test_a_hook_row_outliving_its_run_is_run_ended(store: Store, client: Any) -> None:
+    """A hook row that outlived its run (slot-era token retention, or a crash between the
+    package's run end and its hook delete): `RunEndedError`, nothing written."""
+    from wfctl.runtime import RunEndedError
+
+    run_id = start(store, hf.plain_hook, "ended-2")
+    assert drive(store, run_id).status == "running"
+    store.conn.execute(
+        "UPDATE workflow.workflow_runs SET status = 'completed' WHERE id = %s", (run_id,)
+    )
+    before = types(store, run_id)
+    with pytest.raises(RunEndedError) as ended:
+        client.resume_hook("ended-2", {})
+    assert ended.value.status == "completed" and ended.value.run_id == run_id
+    assert types(store, run_id) == before
