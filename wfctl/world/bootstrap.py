@@ -30,7 +30,7 @@ MIGRATIONS_DIR = sql.shipped("migrations")
 WFCTL_HEAD = "w0001_wfctl_schema"
 # wfctl's own branch (label `wfctl`, off w0001): tables in schema `wfctl` only, for either
 # era. A bootstrapped database holds two heads: its era revision and this one.
-WORKER_HEAD = "w0005_wfctl_worker_workflows"
+WORKER_HEAD = "w0006_wfctl_hooks"
 ERA_REVISION = {"beta29": "w0002_world_beta29", "slot": "w0003_world_slot"}
 
 
@@ -158,8 +158,8 @@ def ensure_worker_schema(conn: psycopg.Connection[Any]) -> bool:
     """Apply wfctl's own branch (the worker's tables) to a database wfctl has bootstrapped or
     adopted before this revision existed. Touches schema `wfctl` only. Returns whether it
     had to upgrade; refuses a database whose world wfctl does not manage yet."""
-    row = conn.execute(sql.load("worker/has_served_names")).fetchone()
-    if row and row[0]:  # the newest revision of wfctl's branch is there
+    row = conn.execute(sql.load("runtime/wfctl_tables")).fetchone()
+    if row and row[1]:  # the newest revision of wfctl's branch (w0006: the hook tables)
         return False
     world = model.inspect(conn, with_drift=False)
     if not world.has_wfctl:
