@@ -202,10 +202,11 @@ def _minted(
         return None
     # The first id minted need not be logged (an id minted for nothing the log records): the
     # lowest logged id is R + k for a small k.
-    lowest = nodeids.base32_value(min(b[nodeids.TIME_LEN :] for b in bodies.values()))
+    randoms = [nodeids.base32_value(b[nodeids.TIME_LEN :]) for b in bodies.values()]
+    lowest, highest = min(randoms), max(randoms)
     for skip, first in nodeids.random_parts(_seed(rule, run), MAX_SKIP):
         value = nodeids.base32_value(first)
-        if 0 <= lowest - value < MAX_ORDINAL:
+        if 0 <= lowest - value and highest - value < MAX_ORDINAL:
             return skip, value
     return None
 

@@ -168,7 +168,16 @@ def generated_tokens(seed: str, limit: int) -> set[str]:
     reads one 34-byte batch from its last byte down."""
     rng = SeededRandom(seed)
     draws = [int(rng.random() * 256) & 63 for _ in range(limit + _NANOID_STEP)]
-    return {
-        "".join(URL_ALPHABET[draws[start + i]] for i in range(33, 33 - _NANOID_SIZE, -1))
-        for start in range(limit)
-    }
+    return {_token(draws, start) for start in range(limit)}
+
+
+def minted_token(seed: str, start: int) -> str:
+    """The token nanoid mints from the `start`-th draw on (e.g. 16: right after a run's first
+    id, which is what `createHook()` without a token mints first)."""
+    rng = SeededRandom(seed)
+    draws = [int(rng.random() * 256) & 63 for _ in range(start + _NANOID_STEP)]
+    return _token(draws, start)
+
+
+def _token(draws: list[int], start: int) -> str:
+    return "".join(URL_ALPHABET[draws[start + i]] for i in range(33, 33 - _NANOID_SIZE, -1))
