@@ -57,9 +57,7 @@ def test_assess_names_every_run_before_anything_is_written(
             assert fate.fate == "fails" and "holds its job now" in fate.reason, fate
         else:
             assert fate.fate == "carried", fate
-            assert fate.status == "running" and fate.workflow_name.endswith(
-                ("//nap", "//hooked")
-            )
+            assert fate.status == "running" and fate.workflow_name.endswith(("//nap", "//hooked"))
     _unlock(dsn, world)
     mid = _fates(dsn, "4.1.1", BETA29)[world.run("midstep").run_id]
     assert mid.fate == "carried" and "step job(s) moved to a flow delivery" in mid.reason

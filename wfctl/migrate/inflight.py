@@ -206,7 +206,7 @@ def _minted(
     lowest, highest = min(randoms), max(randoms)
     for skip, first in nodeids.random_parts(_seed(rule, run), MAX_SKIP):
         value = nodeids.base32_value(first)
-        if 0 <= lowest - value and highest - value < MAX_ORDINAL:
+        if value <= lowest and highest - value < MAX_ORDINAL:
             return skip, value
     return None
 
