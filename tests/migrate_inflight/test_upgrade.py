@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import Server, real_bootstrap, release_setup
 from tests.corpus.snapshot import digests
+from tests.judge import KITS
 from tests.migrate_inflight.worlds import (
     SourceWorld,
     clone,
@@ -141,6 +142,30 @@ def test_41_runs_continue_under_43(
     release_setup(dsn, "4.3.7")
     _unlock(dsn, world)
     with serving(dsn, inflight_logs, "4.3.7") as rt:
+        ends = finish(rt, dsn, world.runs)
+        values = {f.label: rt.run_info(f.run_id).get("returnValue") for f in world.runs}
+    assert set(ends.values()) == {"completed"}, ends
+    assert values == {f.label: f.value for f in world.runs}
+
+
+def test_beta27_runs_continue_under_beta29(
+    pg_server: Server, source_world: Callable[[str], SourceWorld], inflight_logs: Path
+) -> None:
+    """5.0.0-beta.27 -> beta.29: core 5.0.0-beta.35 mints what beta.39 replays (the same rule),
+    and runs no steps jobs; beta.29's setup, then its runtime finishes beta.27's runs as they
+    are. Needs the beta.27 runtime kit (tests/node4x/5.0.0-beta.27, the release corpus)."""
+    if "5.0.0-beta.27" not in KITS:
+        pytest.skip("no 5.0.0-beta.27 runtime kit in tests/judge.py KITS")
+    world = source_world("5.0.0-beta.27")
+    dsn = clone(pg_server, world.template, "inflight_b27")
+    # The same rule: even the run whose job the dead worker holds continues as it is.
+    assert {f.fate for f in _fates(dsn, "5.0.0-beta.27", BETA29).values()} == {"continues"}
+    real_bootstrap(dsn)
+    assert finish_skipped_migrations(dsn) == []
+    _unlock(dsn, world)
+    fates = _fates(dsn, "5.0.0-beta.27", BETA29)
+    assert {f.fate for f in fates.values()} == {"continues"}, fates
+    with serving(dsn, inflight_logs, "beta29", JUDGE_REENQUEUE="0") as rt:
         ends = finish(rt, dsn, world.runs)
         values = {f.label: rt.run_info(f.run_id).get("returnValue") for f in world.runs}
     assert set(ends.values()) == {"completed"}, ends

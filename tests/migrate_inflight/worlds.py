@@ -13,6 +13,7 @@ per session and release as a template database; each test clones it.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +73,7 @@ def _sleepers(conn: psycopg.Connection[Any]) -> list[int]:
 
 def build_source(server: Server, release: str, log_dir: Path) -> SourceWorld:
     """The release's own setup, then its runtime driving the runs into flight."""
-    db = _create_db(server, prefix=f"tmpl_inflight_{release.replace('.', '')}")
+    db = _create_db(server, prefix="tmpl_inflight_" + re.sub(r"\W", "_", release))
     release_setup(db.dsn, release)
     folder, _ = build_runtime(KITS[release])
     runs: list[Flight] = []
