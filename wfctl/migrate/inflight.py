@@ -281,10 +281,14 @@ def _tokens(log: Iterable[dict[str, Any]]) -> list[str]:
 
 
 def _jobs(
-    conn: psycopg.Connection[Any], run_id: str, job_prefix: str, *, lock: bool
+    conn: psycopg.Connection[Any], job_prefix: str, run_id: str | None
 ) -> list[dict[str, Any]]:
-    name = "migrate/inflight_lock_jobs" if lock else "migrate/inflight_run_jobs"
-    params = {"task": f"{job_prefix}flows", "run_id": run_id, "lock_reset": GRAPHILE_LOCK_RESET}
+    """Live jobs of the flows/steps tasks: every run's (plan), or one run's under FOR UPDATE
+    (carry)."""
+    params: dict[str, Any] = {"task": f"{job_prefix}flows", "lock_reset": GRAPHILE_LOCK_RESET}
+    name = "migrate/inflight_run_jobs"
+    if run_id is not None:
+        name, params["run_id"] = "migrate/inflight_lock_jobs", run_id
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(sql.load(name), params).fetchall()
 
@@ -344,11 +348,11 @@ def assess(
     src, dst = _pair(source, target)
     world = inspect(conn, with_drift=False)
     world.require_present()
-    fates = []
-    for run in _active(conn, None):
-        jobs = _jobs(conn, str(run["id"]), job_prefix, lock=False) if world.has_graphile else []
-        fates.append(_fate(conn, run, src, dst, jobs)[0])
-    return fates
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for job in _jobs(conn, job_prefix, None) if world.has_graphile else []:
+        by_run.setdefault(str(job["run_id"]), []).append(job)
+    return [_fate(conn, run, src, dst, by_run.get(str(run["id"]), []))[0]
+            for run in _active(conn, None)]  # fmt: skip
 
 
 def carry(
@@ -401,7 +405,7 @@ def _carry_one(
     if not runs:
         return Carried(run_id, "gone", f"the run is {locked['status']} now: nothing to carry")
     run = runs[0]
-    jobs = _jobs(conn, run_id, job_prefix, lock=True) if graphile else []
+    jobs = _jobs(conn, job_prefix, run_id) if graphile else []
     fate, plan = _fate(conn, run, source, target, jobs)
     if fate.fate != "carried":
         return Carried(run_id, fate.fate if fate.fate == "continues" else "refused", fate.reason)
