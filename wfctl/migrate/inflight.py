@@ -204,8 +204,7 @@ def _minted(
     # lowest logged id is R + k for a small k.
     randoms = [nodeids.base32_value(b[nodeids.TIME_LEN :]) for b in bodies.values()]
     lowest, highest = min(randoms), max(randoms)
-    for skip, first in nodeids.random_parts(_seed(rule, run), MAX_SKIP):
-        value = nodeids.base32_value(first)
+    for skip, value in nodeids.random_values(_seed(rule, run), MAX_SKIP):
         if value <= lowest and highest - value < MAX_ORDINAL:
             return skip, value
     return None

@@ -151,6 +151,19 @@ def random_parts(seed: str, limit: int) -> Iterator[tuple[int, str]]:
         window = [*window[1:], rng.random()]
 
 
+def random_values(seed: str, limit: int) -> Iterator[tuple[int, int]]:
+    """`random_parts` as 80-bit values, drawn lazily and rolled in O(1) per window (the first
+    draw is the least significant character), for the search over many runs."""
+    rng = SeededRandom(seed)
+    chars = [int(rng.random() * 32) % 32 for _ in range(RANDOM_LEN)]
+    value = sum(c << (5 * i) for i, c in enumerate(chars))
+    top = 5 * (RANDOM_LEN - 1)
+    for skip in range(limit):
+        yield skip, value
+        nxt = int(rng.random() * 32) % 32
+        value = (value >> 5) | (nxt << top)
+
+
 def correlation_body(time_ms: int, first: str, ordinal: int) -> str:
     """The ULID of the run's `ordinal`-th id (0-based) under a fixed time and first draw."""
     return encode_time(time_ms) + base32_text(base32_value(first) + ordinal)
