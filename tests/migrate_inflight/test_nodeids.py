@@ -40,6 +40,12 @@ def test_seeded_ids_match_the_node_packages(
     assert next(nodeids.random_parts(seed, 1)) == (0, first)
 
 
+def test_the_rolled_search_equals_the_drawn_one() -> None:
+    seed = VECTORS[0][0]
+    drawn = [(k, nodeids.base32_value(r)) for k, r in nodeids.random_parts(seed, 300)]
+    assert list(nodeids.random_values(seed, 300)) == drawn
+
+
 def test_hook_tokens_match_nanoid() -> None:
     """`createHook()` without a token: one id (16 draws), then nanoid's 34-draw batch."""
     seed = "wrun_01M950WX59EGYPS47VFZW3M4PD:workflow//./workflows/corpus//hooked:1796538791341"
