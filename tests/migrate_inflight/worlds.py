@@ -1,9 +1,10 @@
 """Source worlds with runs in flight, made by a 4.x release's REAL runtime (tests/node/v4 with
 the release's pinned core: 4.1.1 with core 4.2.4, 4.3.7 with core 4.8.9), for the upgrade
 tests: 3 runs asleep (`nap`, a short sleep), 3 waiting on a hook (`hooked`, explicit tokens)
-and 1 mid-step (`nap`: its first step's start held in the database by a trigger, then the
-runtime SIGKILLed and the held backend terminated, so the step is logged `step_created` and
-its `workflow_steps` job is left locked by the dead worker, as a crashed 4.x worker leaves it).
+and 2 mid-step (`nap`: its first step's start, or its completion, held in the database by a
+trigger, then the runtime SIGKILLed and the held backends terminated, so the step is logged
+`step_created` (and `step_started`) and its job is left locked by the dead worker, as a
+crashed worker leaves it).
 
 Only workflows both builds register (tests/node/v4/workflows/corpus.ts and
 tests/node/runtime/workflows/corpus.ts: `nap`, `hooked`; beta.29's has no `pair`). Built once
@@ -48,7 +49,7 @@ class SourceWorld:
     release: str
     template: str
     runs: list[Flight]
-    dead_worker: str  # the SIGKILLed runtime's graphile worker id (holds the mid-step job)
+    dead_workers: list[str]  # the SIGKILLed runtime's graphile workers (hold the mid-step jobs)
 
     def run(self, label: str) -> Flight:
         return next(f for f in self.runs if f.label == label)
@@ -88,27 +89,39 @@ def build_source(server: Server, release: str, log_dir: Path) -> SourceWorld:
         for f in runs:
             kind = "hook_created" if f.token else "wait_created"
             wait_until(lambda f=f, k=kind: _has_event(db.dsn, f.run_id, k), SETTLE, f.label)
-        mid = rw.new_run_id()
+        mid, started = rw.new_run_id(), rw.new_run_id()
         with psycopg.connect(db.dsn, autocommit=True) as conn:
-            # The step's start (its row set running) sleeps in the database; the crash below
-            # kills it, so nothing of the start commits.
+            # `midstep`: the step's start (its row set running) sleeps in the database;
+            # `midstep_started`: the step started (step_started logged), its completion (the
+            # row set completed, before step_completed) sleeps. The crash below kills both, so
+            # nothing of the held writes commits.
             slow_insert(conn, "workflow_steps", mid, None, 600, on="UPDATE", status="running")
+            slow_insert(conn, "workflow_steps", started, None, 600, on="UPDATE",
+                        status="completed")  # fmt: skip
             rt.start_run("nap", [40, SLEEP_S], mid, module=MODULE)
-            wait_until(lambda: _sleepers(conn), SETTLE, "the mid-step start to be held")
+            rt.start_run("nap", [50, SLEEP_S], started, module=MODULE)
+            wait_until(lambda: len(_sleepers(conn)) >= 2, SETTLE, "both steps to be held")
             rt.kill()
             for pid in _sleepers(conn):
                 terminate(conn, pid)
-            wait_until(lambda: not _sleepers(conn), SETTLE, "the held backend to exit")
+            wait_until(lambda: not _sleepers(conn), SETTLE, "the held backends to exit")
             drop_faults(conn)
-            row = conn.execute(
-                "SELECT DISTINCT locked_by FROM graphile_worker._private_jobs"
-                " WHERE locked_by IS NOT NULL"
-            ).fetchone()
+            dead = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT DISTINCT locked_by FROM graphile_worker._private_jobs"
+                    " WHERE locked_by IS NOT NULL"
+                )
+            ]
         runs.append(Flight("midstep", mid, {"a": 41, "b": 51}))
+        runs.append(Flight("midstep_started", started, {"a": 51, "b": 61}))
     finally:
         rt.kill()
-    assert row is not None, "the dead worker holds the mid-step job"
-    return SourceWorld(release, db.name, runs, str(row[0]))
+    assert dead, "the dead workers hold the mid-step jobs"
+    assert _has_event(db.dsn, started, "step_started")
+    assert not _has_event(db.dsn, started, "step_completed")
+    assert not _has_event(db.dsn, mid, "step_started")
+    return SourceWorld(release, db.name, runs, dead)
 
 
 def clone(server: Server, template: str, prefix: str) -> str:
