@@ -76,3 +76,23 @@ def test_a_downgrade_is_refused(wfctl_world) -> None:  # type: ignore[no-untyped
     with wfctl_world.connect() as conn, pytest.raises(RefusedError) as err:
         inflight.assess(conn, "5.0.0-beta.29", "4.3.7")
     assert err.value.status == ExitStatus.CRITICAL and "downgrade" in err.value.message
+
+
+def test_runs_of_wfctls_own_runtime_continue(wfctl_world) -> None:  # type: ignore[no-untyped-def]
+    """wfctl's worker replays its own runs (ids from run id + counter), whatever the package."""
+    from wfctl.runtime.engine import correlation_ulid
+
+    run_id = "wrun_01M950WX59EGYPS47VFZW3M4PD"
+    with wfctl_world.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, started_at)"
+            " VALUES (%s, 'wfctl', 'running', 'py//checkout', now())",
+            (run_id,),
+        )
+        conn.execute(
+            "INSERT INTO workflow.workflow_events (id, type, correlation_id, run_id)"
+            " VALUES ('wevt_01M950WX59EGYPS47VFZW3M4PE', 'step_created', %s, %s)",
+            (f"step_{correlation_ulid(run_id, 1)}", run_id),
+        )
+        [fate] = inflight.assess(conn, "4.1.1", "5.0.0-beta.29")
+    assert fate.fate == "continues" and "wfctl's own runtime" in fate.reason

@@ -43,6 +43,7 @@ from psycopg.rows import dict_row
 from wfctl import sql
 from wfctl.errors import RefusedError, UsageError, WfctlError
 from wfctl.ops import audit
+from wfctl.runtime.store import DEPLOYMENT_ID as PYTHON_RUNTIME
 from wfctl.world import codec, ids, nodeids
 from wfctl.world.model import inspect
 from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
@@ -308,6 +309,9 @@ def _fate(
     jobs: list[dict[str, Any]],
 ) -> tuple[RunFate, CarryPlan]:
     run_id, name, status = str(run["id"]), str(run["name"]), str(run["status"])
+    if run["deployment_id"] == PYTHON_RUNTIME:
+        why = "a run of wfctl's own runtime: its worker replays it, not the package's runtime"
+        return RunFate(run_id, name, status, why, "continues"), CarryPlan(run_id, name, status)
     steps = [j for j in jobs if str(j["identifier"]).endswith("steps")]
     running = [j for j in jobs if j["running"]]
     orphaned = bool(steps) and not target.step_jobs
