@@ -209,10 +209,13 @@ async def start(
     *args: Any,
     run_id: str | None = None,
     idempotency_key: str | None = None,
+    traceparent: str | None = None,
+    tracestate: str | None = None,
 ) -> RunHandle:
     """Start a run (one transaction: run row, slot marker, run_created) and return its handle;
     `await handle.result()` drives it in this process (under a lease: a worker adopts it if
-    this process dies). To hand a run to workers instead, use `Client.enqueue`."""
+    this process dies). To hand a run to workers instead, use `Client.enqueue`. The trace
+    context stored with the run: the current span's, else `traceparent` (see Client.enqueue)."""
     if engine.in_workflow():
         raise RuntimeError(
             "start() cannot be called inside a workflow (it does I/O and would start a new run"
@@ -220,7 +223,13 @@ async def start(
             " `await child` for its result"
         )
     created = await asyncio.to_thread(
-        executor.create, workflow, list(args), run_id=run_id, idempotency_key=idempotency_key
+        executor.create,
+        workflow,
+        list(args),
+        run_id=run_id,
+        idempotency_key=idempotency_key,
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
     return RunHandle(created.run_id, workflow, created.status, drive=True)
 

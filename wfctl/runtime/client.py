@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from wfctl import sql
-from wfctl.runtime import serde
+from wfctl.runtime import serde, tracing
 from wfctl.runtime.errors import (
     HookNotFoundError,
     RunCancelledError,
@@ -388,12 +388,16 @@ class Client:
         *args: Any,
         idempotency_key: str | None = None,
         queue: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
     ) -> SyncRunHandle:
         """Create a run and hand it to the workers of `queue` (default "default") in one
         transaction; returns at once with its handle. `workflow`: a workflow, or a stored
         workflow name (`workflow//py:module//function`: a web process need not import the
         workflows). With `idempotency_key`, an existing run of that key is returned (and
-        handed to the queue if it is still active)."""
+        handed to the queue if it is still active). The trace context stored with the run
+        (continued by the worker's spans) is the current OpenTelemetry span's, else the
+        W3C `traceparent` (and `tracestate`) given here, e.g. from the request's headers."""
         queue = queue or DEFAULT_QUEUE
         if isinstance(workflow, WorkflowDef):
             name, data, wdef = workflow.name, workflow.encode_input(list(args)), workflow
@@ -415,9 +419,19 @@ class Client:
                         f"({ALLOW_NODE_ENV}=1) if no Node world process will ever start on it"
                     )
                 self._peer_checked = True
-            created = store.create_run(
-                ids.prefixed("wrun"), name, data, idempotency_key=idempotency_key, queue=queue
-            )
+            # -- trace context (tracing.enqueue): the carrier goes into executionContext
+            with tracing.enqueue(
+                name, traceparent=traceparent, tracestate=tracestate, queue=queue
+            ) as traced:
+                created = store.create_run(
+                    ids.prefixed("wrun"),
+                    name,
+                    data,
+                    idempotency_key=idempotency_key,
+                    queue=queue,
+                    trace_carrier=traced.carrier,
+                )
+                traced.created(created.run_id)
             if created.existing and created.status not in TERMINAL:
                 store.enqueue(created.run_id, name, queue)
         handle = SyncRunHandle(created.run_id, self, wdef)
@@ -538,12 +552,19 @@ class AsyncClient:
         *args: Any,
         idempotency_key: str | None = None,
         queue: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
     ) -> RunHandle:
         """See `Client.enqueue`."""
-        sync = await asyncio.to_thread(
+        sync = await asyncio.to_thread(  # copies the context: the caller's span is current
             lambda: self._sync.enqueue(
-                workflow, *args, idempotency_key=idempotency_key, queue=queue
-            )
+                workflow,
+                *args,
+                idempotency_key=idempotency_key,
+                queue=queue,
+                traceparent=traceparent,
+                tracestate=tracestate,
+            ),
         )
         return self._handle(sync)
 

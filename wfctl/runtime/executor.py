@@ -112,11 +112,14 @@ def create(
     idempotency_key: str | None = None,
     conn: psycopg.Connection[Any] | None = None,
     queue: str | None = None,
+    traceparent: str | None = None,
+    tracestate: str | None = None,
 ) -> Created:
     """Start a run: one transaction (run row, slot marker, run_created[, queue row]).
 
     The arguments are bound to the workflow's signature first (`ArgumentsError`, nothing
-    written); an existing `run_id` of the same workflow is returned as it is."""
+    written); an existing `run_id` of the same workflow is returned as it is. The trace
+    context (tracing.enqueue: the current span, else `traceparent`) is stored with the run."""
     own = conn is None
     conn = conn or _default_connection(workflow.registry)
     try:
@@ -127,13 +130,20 @@ def create(
             if existing.name != workflow.name and existing.name not in workflow.aliases:
                 raise ValueError(f"run {run_id} exists and belongs to workflow {existing.name}")
             return Created(run_id, existing.status, existing=True)
-        return store.create_run(
-            run_id,
-            workflow.name,
-            workflow.encode_input(args, kwargs),
-            idempotency_key=idempotency_key,
-            queue=queue,
-        )
+        data = workflow.encode_input(args, kwargs)
+        with tracing.enqueue(
+            workflow.name, traceparent=traceparent, tracestate=tracestate, queue=queue
+        ) as traced:
+            created = store.create_run(
+                run_id,
+                workflow.name,
+                data,
+                idempotency_key=idempotency_key,
+                queue=queue,
+                trace_carrier=traced.carrier,
+            )
+            traced.created(created.run_id)
+        return created
     finally:
         if own:
             conn.close()
@@ -226,7 +236,12 @@ class Executor:
             return Done(run_id, "busy", error="another process is driving this run")
         try:
             deadline = None if timeout is None else time.monotonic() + timeout
-            with tracing.span("wfctl.run.drive", **{"wfctl.run_id": run_id}) as current:
+            parent = None
+            if tracing.enabled():  # continue the trace the run was enqueued in
+                parent = tracing.parent_of(tracing.stored_carrier(self.store.conn, run_id))
+            with tracing.span(
+                "wfctl.run.drive", parent=parent, **{"wfctl.run_id": run_id}
+            ) as current:
                 for _ in range(MAX_REBUILDS):
                     try:
                         done = self._drive(run_id, wait, deadline)
