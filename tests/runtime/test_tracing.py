@@ -8,8 +8,12 @@ from typing import Any
 
 import pytest
 
+from tests import realworld as rw
+from tests.conftest import node_available
 from tests.otel import memory_exporter
+from tests.realworld import read_back
 from tests.runtime import flows
+from wfctl.runtime import serde
 from wfctl.runtime.executor import Executor, create
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace")
@@ -123,3 +127,32 @@ def test_without_a_provider_the_explicit_or_current_context_is_stored(
     assert _carrier(conn, plain) is None
     assert tracing.traceparent_carrier("00-" + "0" * 32 + "-b7ad6b7169203331-01", None) is None
     assert tracing.traceparent_carrier("ff-" + "1" * 32 + "-b7ad6b7169203331-01", None) is None
+
+
+@pytest.mark.skipif(not node_available(), reason="node/npm not found")
+def test_the_node_package_reads_and_writes_the_same_carrier(
+    spans: InMemorySpanExporter, conn: Any, store: Any
+) -> None:
+    """wfctl's carrier reads back through the real package (`runs.get`: executionContext
+    .traceCarrier, where @workflow/core 5.0.0-beta.39's start() puts it); a run created
+    through the package's write path with a carrier in that place is continued by a drive."""
+    spans.clear()
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    ours = create(flows.sequential, [1], conn=conn, traceparent=parent).run_id
+    got = read_back(conn.info.dsn, [ours])[ours]
+    carrier = got["run"]["executionContext"]["traceCarrier"]
+    assert carrier["traceparent"].split("-")[1] == "4bf92f3577b34da6a3ce929d0e0e4736"
+
+    node_run = rw.new_run_id()
+    context = {"traceCarrier": {"traceparent": parent}, "workflowCoreVersion": "5.0.0-beta.39"}
+    inputs = serde.dumps([2], "the input")
+    rw.RealWorld(conn.info.dsn).ok(
+        [rw.run_created(node_run, flows.sequential.name, inputs, executionContext=context)]
+    )
+    spans.clear()
+    ex = Executor(flows.wf, store)
+    assert ex.drive(node_run, timeout=10).status == "completed"
+    ex.close()
+    (drive,) = [s for s in spans.get_finished_spans() if s.name == "wfctl.run.drive"]
+    assert f"{drive.context.trace_id:032x}" == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert drive.parent is not None and f"{drive.parent.span_id:016x}" == "00f067aa0ba902b7"
