@@ -284,16 +284,32 @@ class Executor:
         self.workflow_name = row.name  # hook: the worker metrics' workflow label
         tracing.annotate("wfctl.workflow", row.name)  # hook: once per drive
         args = serde.loads(row.input) or []
-        engine = eng.Engine(run_id, wdef.entry, list(args))  # entry: typed arguments
-        try:
-            return self._loop(engine, row.status, wait, deadline)
-        finally:
-            engine.close()
+        # The run's context (logs from workflow code, context.LogContext): set before the
+        # engine starts the workflow's task, which copies it.
+        with context.driving(run_id, row.name) as running:
+            engine = eng.Engine(run_id, wdef.entry, list(args))  # entry: typed arguments
+            try:
+                return self._loop(engine, row.status, wait, deadline, running)
+            finally:
+                engine.close()
 
-    def _loop(self, engine: eng.Engine, status: str, wait: bool, deadline: float | None) -> Done:
+    def _loop(
+        self,
+        engine: eng.Engine,
+        status: str,
+        wait: bool,
+        deadline: float | None,
+        running: context.RunContext,
+    ) -> Done:
         run_id = engine.run_id
         events = self.store.read_events(run_id)
-        engine.feed_all(events)
+        # The workflow's code re-runs what a previous drive ran (and logged), up to the code
+        # the last event wakes, which runs for the first time.
+        running.replaying = True
+        try:
+            engine.feed_all(events, before_last=running.live)
+        finally:
+            running.replaying = False
         floor = events[-1].id if events else None
         started = status != "pending"
         results: list[_Result] = []
@@ -536,7 +552,9 @@ class Executor:
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
-            ctx = context.StepContext(self.run_id, cmd.correlation_id, cmd.step_name, attempt)
+            ctx = context.StepContext(
+                self.run_id, cmd.correlation_id, cmd.step_name, attempt, self.workflow_name
+            )
             value = context.call(ctx, step.invoke, self._step_args(cmd))
             if inspect.isawaitable(value):
                 raise FatalError(f"step {cmd.step_name} returned an awaitable")
@@ -559,7 +577,9 @@ class Executor:
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
-            ctx = context.StepContext(self.run_id, cmd.correlation_id, cmd.step_name, attempt)
+            ctx = context.StepContext(
+                self.run_id, cmd.correlation_id, cmd.step_name, attempt, self.workflow_name
+            )
             body: Any
             if step.is_async:
                 body = context.call_async(ctx, step.invoke, self._step_args(cmd))

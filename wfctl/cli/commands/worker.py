@@ -91,6 +91,10 @@ def worker_command(
         str,
         typer.Option("--log-format", envvar="WFCTL_LOG_FORMAT", help=logs.LOG_FORMAT_HELP),
     ] = "text",
+    log_level: Annotated[
+        str,
+        typer.Option("--log-level", envvar="WFCTL_LOG_LEVEL", help=logs.LOG_LEVEL_HELP),
+    ] = "INFO",
     otel: Annotated[bool, typer.Option("--otel", help=logs.OTEL_HELP)] = False,
 ) -> None:
     """Run workflows from the queue, or (`status`) show workers and queues.
@@ -130,6 +134,7 @@ def worker_command(
     registry = load_registry(target)
     if not registry.workflows:
         raise UsageError(f"{target} defines no workflows")
+    logs.user_logging(log_format, log_level)  # after the user's module configured its own
     config = WorkerConfig(
         queue=queue,
         concurrency=concurrency,
