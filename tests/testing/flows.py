@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from wfctl.runtime import FatalError, Workflows, create_hook, now, sleep
+from wfctl.runtime import FatalError, Workflows, create_hook, now, sleep, start_child
 
 wf = Workflows()
 CALLS: list[str] = []
@@ -55,3 +55,32 @@ async def approval(order: str) -> str:
 @wf.workflow
 async def failing() -> None:
     await explode()
+
+
+# --- the timeline of `wfctl runs show` (test_timeline.py) -------------------------------------
+
+FLAKY: dict[str, int] = {}
+
+
+@wf.step(max_retries=3, backoff="10s")
+def flaky(key: str) -> str:
+    FLAKY[key] = FLAKY.get(key, 0) + 1
+    if FLAKY[key] < 3:
+        raise ConnectionError(f"provider down ({FLAKY[key]})")
+    return f"ok {key}"
+
+
+@wf.workflow
+async def courier(key: str) -> str:
+    await sleep("1h")
+    return f"picked {key}"
+
+
+@wf.workflow
+async def busy_day(key: str) -> str:
+    charged = await flaky(key)
+    decision = await create_hook(token=f"ok-{key}")
+    await sleep("2h")
+    child = await start_child(courier, key)
+    picked = await child
+    return f"{charged}, {decision['answer']}, {picked}"
