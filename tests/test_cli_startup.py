@@ -91,3 +91,11 @@ def test_root_help_lists_every_command(run_cli) -> None:
     assert status == 0
     for name in registry.COMMANDS:
         assert f" {name} " in out
+
+
+def test_runs_show_imports_neither_opentelemetry_nor_alembic() -> None:
+    """`runs show` (its timeline included) reads and draws: no tracing API (imported by the
+    runtime at its first span question), no migrations, no pydantic."""
+    loaded = _modules("--dsn", "postgresql://nobody@127.0.0.1:9/none", "runs", "show", "wrun_x")
+    assert "wfctl.cli.timeline" in loaded
+    assert not _tops(loaded) & {"opentelemetry", "alembic", "sqlalchemy", "pydantic"}

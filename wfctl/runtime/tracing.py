@@ -35,10 +35,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-try:
-    from opentelemetry import trace as _trace
-except ImportError:  # the optional extra is not installed
-    _trace = None  # type: ignore[assignment]
+# opentelemetry.trace, imported at the first span question (not at import: it costs a CLI
+# command that never traces, e.g. `wfctl runs show`, 50-200 ms); None when not installed.
+_trace: Any = None
+_loaded = False
+
+
+def _api() -> Any:
+    global _trace, _loaded
+    if not _loaded:
+        try:
+            from opentelemetry import trace
+        except ImportError:  # the optional extra is not installed
+            trace = None  # type: ignore[assignment]
+        _trace, _loaded = trace, True
+    return _trace
 
 TRACER = "wfctl.runtime"
 CARRIER_KEY = "traceCarrier"  # executionContext's key, as @workflow/core names it
@@ -50,11 +61,12 @@ _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-
 def span(name: str, *, parent: Any = None, **attributes: Any) -> Iterator[Any]:
     """A span around the block, or nothing at all. Its parent is the current span, or the
     context `parent` (from `parent_of`: a run's stored trace carrier)."""
-    if _trace is None:
+    otel = _trace if _loaded else _api()
+    if otel is None:
         yield None
         return
-    provider = _trace.get_tracer_provider()
-    if isinstance(provider, _trace.ProxyTracerProvider):
+    provider = otel.get_tracer_provider()
+    if isinstance(provider, otel.ProxyTracerProvider):
         yield None
         return
     tracer = provider.get_tracer(TRACER)
@@ -84,7 +96,8 @@ def traceparent_carrier(traceparent: str | None, tracestate: str | None) -> dict
 def current_carrier() -> dict[str, str] | None:
     """The current span's context as a carrier (the global propagator's fields: W3C
     `traceparent`/`tracestate` by default), or None when no valid span is current."""
-    if _trace is None or not _trace.get_current_span().get_span_context().is_valid:
+    otel = _trace if _loaded else _api()
+    if otel is None or not otel.get_current_span().get_span_context().is_valid:
         return None
     from opentelemetry import propagate  # loads the propagators named by OTEL_PROPAGATORS
 
@@ -134,13 +147,14 @@ def enqueue(
 
 def parent_of(carrier: Any) -> Any:
     """The OpenTelemetry context a stored carrier names (None: no usable carrier)."""
-    if _trace is None or not isinstance(carrier, dict) or not carrier:
+    otel = _trace if _loaded else _api()
+    if otel is None or not isinstance(carrier, dict) or not carrier:
         return None
     from opentelemetry import propagate
 
     fields = {str(k): str(v) for k, v in carrier.items() if isinstance(v, str)}
     context = propagate.extract(fields)
-    if not _trace.get_current_span(context).get_span_context().is_valid:
+    if not otel.get_current_span(context).get_span_context().is_valid:
         return None
     return context
 
@@ -162,14 +176,15 @@ def stored_carrier(conn: Any, run_id: str) -> dict[str, str] | None:
 def enabled() -> bool:
     """Whether `span` would start a span now (a TracerProvider is set). Lets the step
     path skip the context manager itself when it would be a no-op."""
-    return _trace is not None and not isinstance(
-        _trace.get_tracer_provider(), _trace.ProxyTracerProvider
+    otel = _trace if _loaded else _api()
+    return otel is not None and not isinstance(
+        otel.get_tracer_provider(), otel.ProxyTracerProvider
     )
 
 
 def failed(current: Any, exc: BaseException) -> None:
     """Mark a span as failed by `exc` (a no-op without OpenTelemetry)."""
-    if current is None or _trace is None:
+    if current is None:
         return
     current.record_exception(exc)
     current.set_status(_trace.Status(_trace.StatusCode.ERROR, str(exc)[:200]))
@@ -177,9 +192,10 @@ def failed(current: Any, exc: BaseException) -> None:
 
 def annotate(key: str, value: Any) -> None:
     """Set an attribute on the current span (the drive's), if one is recording."""
-    if _trace is None:
+    otel = _trace if _loaded else _api()
+    if otel is None:
         return
-    current = _trace.get_current_span()
+    current = otel.get_current_span()
     if current.is_recording():
         current.set_attribute(key, value)
 
