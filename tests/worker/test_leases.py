@@ -210,7 +210,7 @@ def test_detach_hands_the_run_to_workers_and_adds_the_tables_where_missing(
     run_id = json.loads(out)["run_id"]
     with beta_world.connect() as conn:
         versions = {r[0] for r in conn.execute("SELECT version_num FROM wfctl.alembic_version")}
-        assert versions == {"w0002_world_beta29", "w0005_wfctl_worker_workflows"}
+        assert versions == {"w0002_world_beta29", "w0006_wfctl_hooks"}
         w = workers(beta_world.dsn, "--lease", f"{LEASE}s")
         wait_until(lambda: statuses(conn, [run_id])[run_id] == "completed", 15, "completion")
         assert w.term() == 0
@@ -225,9 +225,10 @@ def test_a_database_at_w0004_gets_the_served_names_column(
     `wfctl.workers.workflows` (wfctl's branch only) and records the names it serves."""
     with beta_world.connect() as conn:
         conn.execute("ALTER TABLE wfctl.workers DROP COLUMN workflows")
+        conn.execute("DROP TABLE wfctl.hook_inbox, wfctl.hook_types")  # w0006's
         conn.execute(
             "UPDATE wfctl.alembic_version SET version_num = 'w0004_wfctl_worker'"
-            " WHERE version_num = 'w0005_wfctl_worker_workflows'"
+            " WHERE version_num = 'w0006_wfctl_hooks'"
         )
         status, out, err = run_cli("--dsn", beta_world.dsn, "--format", "json", "worker", "status")
         assert status == 0, err
@@ -236,7 +237,7 @@ def test_a_database_at_w0004_gets_the_served_names_column(
         w.worker_id()
         assert "worker's queue tables" in w.log()
         versions = {r[0] for r in conn.execute("SELECT version_num FROM wfctl.alembic_version")}
-        assert versions == {"w0002_world_beta29", "w0005_wfctl_worker_workflows"}
+        assert versions == {"w0002_world_beta29", "w0006_wfctl_hooks"}
         row = conn.execute("SELECT workflows FROM wfctl.workers").fetchone()
         assert row is not None and "workflow//py:tests.worker.flows//chain" in row[0]
         assert w.term() == 0

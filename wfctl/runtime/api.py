@@ -29,17 +29,26 @@ drive runs through the executor.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Generator
+import functools
+from collections.abc import AsyncIterator, Awaitable, Generator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic
+
+from typing_extensions import ParamSpec, TypeVar
 
 from wfctl.runtime import engine, executor, serde, values
 from wfctl.runtime.children import ChildWorkflowError
 from wfctl.runtime.client import AsyncClient, Client, RunHandle, RunPage, SyncRunHandle
 from wfctl.runtime.context import StepContext, step_context
 from wfctl.runtime.errors import (
+    ConnectionError,
+    DecodeError,
+    DeterminismError,
     HookNotFoundError,
+    HookTimeoutError,
+    IdempotencyConflictError,
     RunCancelledError,
+    RunEndedError,
     RunFailedError,
     RunNotFoundError,
     RunTimeoutError,
@@ -59,6 +68,9 @@ from wfctl.runtime.registry import (
     parse_duration,
 )
 from wfctl.runtime.values import register_codec
+
+P = ParamSpec("P", default=...)
+R = TypeVar("R", default=Any)
 
 # --- inside workflows ----------------------------------------------------------------------
 
@@ -80,14 +92,19 @@ def random() -> float:
 def sleep(
     duration: str | float | timedelta | None = None, *, until: datetime | None = None
 ) -> asyncio.Future[Any]:
-    """A durable sleep: `await sleep("10m")` or `await sleep(until=datetime)`."""
+    """A durable sleep: `await sleep("10m")` or `await sleep(until=datetime)` (an aware
+    datetime: a naive one is refused with `ValueError`, as workflow arguments refuse it)."""
     eng = engine.current()
     if until is None:
         if duration is None:
             raise TypeError("sleep() needs a duration or until=")
         until = eng.now() + parse_duration(duration)
-    elif until.tzinfo is None:
-        until = until.replace(tzinfo=UTC)
+    elif until.tzinfo is None or until.utcoffset() is None:
+        # As arguments refuse them: a naive time means a different instant on each host.
+        raise ValueError(
+            f"sleep(until={until.isoformat()}): a naive datetime; give it a time zone"
+            " (e.g. datetime(..., tzinfo=UTC))"
+        )
     return eng.sleep_until(until)
 
 
@@ -119,6 +136,21 @@ class Hook:
             return future.__await__()
         return values.Typed(future, self._decode).__await__()
 
+    def wait(self, timeout: str | float | timedelta | None = None) -> Awaitable[Any]:
+        """The next payload, or `HookTimeoutError` once `timeout` (a duration, as `sleep`
+        takes) has passed without one. Durable: the deadline is a wait of the run (a wait
+        row and wait_created), raced with the hook in the log, so a replay takes the same
+        branch; a payload that arrives after the deadline stays for the next await.
+        `timeout=None` waits as `await hook` does."""
+        if timeout is None:
+            return self
+        eng = engine.current()
+        delta = parse_duration(timeout)
+        future = eng.next_payload_until(
+            self.correlation_id, eng.now() + delta, delta.total_seconds()
+        )
+        return future if self._decode is None else values.Typed(future, self._decode)
+
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
 
@@ -136,11 +168,17 @@ def create_hook(
 ) -> Hook:
     """Create a hook; `token` defaults to a deterministic one (see `hook.token`).
     `payload_type` (a dataclass, a pydantic model, `dict[str, Decimal]`...) decodes each
-    payload to that type, as annotations do for arguments (docs/runtime.md)."""
+    payload to that type, as annotations do for arguments (docs/runtime.md). A class is
+    also recorded with the hook, so `Client.resume_hook` refuses a payload that does not
+    fit it (`DecodeError`, nothing written) where the class's module is imported."""
     eng = engine.current()
     meta = None if metadata is None else serde.dumps(metadata, "hook metadata")
-    decode = None if payload_type is None else values.decoder(payload_type)
-    return Hook(eng.create_hook(token, meta), decode)
+    decode: values.Decoder | None = None
+    ref = None
+    if payload_type is not None and values.decoder(payload_type) is not None:
+        decode = functools.partial(values.validate, payload_type)
+        ref = values.type_ref(payload_type)
+    return Hook(eng.create_hook(token, meta, ref), decode)
 
 
 # Raised inside a workflow at its next await when the run is asked to cancel (`wfctl runs
@@ -154,20 +192,21 @@ def cancel_requested() -> str | None:
     return engine.current().cancel_reason
 
 
-class ChildRun:
-    """A child run started by `start_child`: its `run_id`; `await child` for its output
-    (or `ChildWorkflowError` if it failed or was cancelled)."""
+class ChildRun(Generic[R]):
+    """A child run started by `start_child`: its `run_id`; `await child` for its output,
+    decoded to the child workflow's return annotation (or `ChildWorkflowError` if it failed
+    or was cancelled)."""
 
-    def __init__(self, run_id: str, workflow: WorkflowDef, hook_corr: str) -> None:
+    def __init__(self, run_id: str, workflow: WorkflowDef[Any, R], hook_corr: str) -> None:
         self.run_id = run_id
         self.workflow = workflow
         self._hook = hook_corr
         self._end: dict[str, Any] | None = None
 
-    def __await__(self) -> Generator[Any, None, Any]:
+    def __await__(self) -> Generator[Any, None, R]:
         return self._result().__await__()
 
-    async def _result(self) -> Any:
+    async def _result(self) -> R:
         if self._end is None:
             end = await engine.current().next_payload(self._hook)
             self._end = end if isinstance(end, dict) else {"status": "failed", "error": repr(end)}
@@ -180,17 +219,20 @@ class ChildRun:
 
 
 async def start_child(
-    workflow: WorkflowDef, *args: Any, queue: str = "default", **kwargs: Any
-) -> ChildRun:
+    workflow: WorkflowDef[P, R], *args: P.args, **kwargs: P.kwargs
+) -> ChildRun[R]:
     """Start a child run from workflow code; `await` the returned `ChildRun` for its result.
 
     Durable and exactly once: the child's creation and the parent's record of it are one
     transaction; the parent waits on a hook the child's end resumes (children.py). The child
-    is driven by `wfctl worker`s of `queue`."""
+    is driven by `wfctl worker`s of its queue: `start_child(child.options(queue="q"), ...)`
+    (default "default"; `queue=` as a keyword too, unless the child has such a parameter)."""
     if not engine.in_workflow():
         raise RuntimeError("start_child() is for workflow code; outside one use start()")
-    positional = workflow.bind(args, kwargs)
-    child_input = workflow.encode_input(list(args), kwargs)
+    options, own = workflow.split_options(dict(kwargs))
+    queue = options.queue or "default"
+    positional = workflow.bind(args, own)
+    child_input = workflow.encode_input(list(args), own)
     record = serde.dumps(
         {"workflow": workflow.name, "args": positional, "queue": queue},
         f"the input of workflow {workflow.name}",
@@ -204,32 +246,29 @@ async def start_child(
 # --- starting runs -------------------------------------------------------------------------
 
 
-async def start(
-    workflow: WorkflowDef,
-    *args: Any,
-    run_id: str | None = None,
-    idempotency_key: str | None = None,
-    traceparent: str | None = None,
-    tracestate: str | None = None,
-) -> RunHandle:
-    """Start a run (one transaction: run row, slot marker, run_created) and return its handle;
-    `await handle.result()` drives it in this process (under a lease: a worker adopts it if
-    this process dies). To hand a run to workers instead, use `Client.enqueue`. The trace
-    context stored with the run: the current span's, else `traceparent` (see Client.enqueue)."""
+async def start(workflow: WorkflowDef[P, R], *args: P.args, **kwargs: P.kwargs) -> RunHandle[R]:
+    """Start a run (one transaction: run row, slot marker, run_created) and return its handle,
+    generic in the workflow's return type; `await handle.result()` drives it in this process
+    (under a lease: a worker adopts it if this process dies) and returns the output decoded
+    to the return annotation. Options: `start(flow.options(run_id=..., idempotency_key=...),
+    *args)` (or those keywords, unless the workflow has such a parameter). To hand a run to
+    workers instead, use `Client.enqueue`."""
     if engine.in_workflow():
         raise RuntimeError(
             "start() cannot be called inside a workflow (it does I/O and would start a new run"
             " on every replay): use `child = await start_child(workflow, *args)`, then"
             " `await child` for its result"
         )
+    options, rest = workflow.split_options(dict(kwargs))
     created = await asyncio.to_thread(
         executor.create,
         workflow,
         list(args),
-        run_id=run_id,
-        idempotency_key=idempotency_key,
-        traceparent=traceparent,
-        tracestate=tracestate,
+        kwargs=rest or None,
+        run_id=options.run_id,
+        idempotency_key=options.idempotency_key,
+        traceparent=options.traceparent,
+        tracestate=options.tracestate,
     )
     return RunHandle(created.run_id, workflow, created.status, drive=True)
 
@@ -242,12 +281,18 @@ __all__ = [
     "ChildRun",
     "ChildWorkflowError",
     "Client",
+    "ConnectionError",
+    "DecodeError",
+    "DeterminismError",
     "FatalError",
     "Hook",
     "HookConflictError",
     "HookNotFoundError",
+    "HookTimeoutError",
+    "IdempotencyConflictError",
     "RetryableError",
     "RunCancelledError",
+    "RunEndedError",
     "RunFailedError",
     "RunHandle",
     "RunNotFoundError",

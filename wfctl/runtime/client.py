@@ -28,22 +28,26 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 import psycopg
+from typing_extensions import ParamSpec, TypeVar
 
 from wfctl import sql
-from wfctl.runtime import serde, tracing
+from wfctl.runtime import serde, tracing, values
 from wfctl.runtime.errors import (
+    ConnectionError,
+    DecodeError,
     HookNotFoundError,
     RunCancelledError,
+    RunEndedError,
     RunFailedError,
     RunNotFoundError,
     RunTimeoutError,
     WorkflowError,
 )
-from wfctl.runtime.registry import WorkflowDef
+from wfctl.runtime.registry import RunOptions, WorkflowDef, parse_duration
 from wfctl.runtime.store import TERMINAL, GuardError, Store
 from wfctl.world import codec, ids
 
@@ -57,7 +61,14 @@ DEFAULT_QUEUE = "default"
 # notify: the Node package, a repair, a server restart that lost the listener).
 FALLBACK_SECONDS = 5.0
 
+# Kept early deliveries (`resume_hook(..., keep=...)`): how long by default, on a world no
+# Node deployment shares (docs/api.md, "Deliveries before the hook exists").
+DEFAULT_KEEP_SECONDS = 3600.0
+STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+
 Connect = Callable[[], psycopg.Connection[Any]]
+P = ParamSpec("P", default=...)
+R = TypeVar("R", default=Any)
 
 
 # --- run state -------------------------------------------------------------------------------
@@ -75,10 +86,16 @@ class RunState:
     error_code: str | None
     created_at: datetime | None
     completed_at: datetime | None
+    cancel_reason: str | None = None
 
     @classmethod
     def of(cls, row: tuple[Any, ...]) -> RunState:
-        rid, status, name, out, err, code, created, completed = row
+        rid, status, name, out, err, code, created, completed, cancelled = row
+        reason = None
+        if cancelled is not None:
+            data = codec.decode(cancelled)
+            if isinstance(data, dict) and data.get("cancelReason") is not None:
+                reason = str(data["cancelReason"])
         return cls(
             str(rid),
             str(status),
@@ -88,6 +105,7 @@ class RunState:
             None if code is None else str(code),
             created,
             completed,
+            reason,
         )
 
 
@@ -106,19 +124,25 @@ def _error_text(data: bytes | None) -> str | None:
 
 
 @dataclass
-class _Handle:
-    """What every handle shows: the run's id and, as last read, its status and outcome."""
+class _Handle(Generic[R]):
+    """What every handle shows: the run's id and, as last read, its status and outcome.
+    Generic in the workflow's return type: `result()` returns it, decoded to the return
+    annotation by `WorkflowDef.decode_output` (one path for every handle, a child's await
+    and `wfctl.testing`); a handle made from a workflow NAME has no annotation to decode
+    to, and returns the plain form."""
 
     id: str
-    workflow: WorkflowDef | None = None
+    workflow: WorkflowDef[Any, R] | None = None
     status: str = "pending"
-    output: Any = None  # decoded (serde) once the run completed
+    output: Any = None  # decoded to the return annotation once the run completed
     error: str | None = None
     error_code: str | None = None
     name: str | None = None  # the stored workflow name
     created_at: datetime | None = None
     completed_at: datetime | None = None
+    cancel_reason: str | None = None
     _raw_output: bytes | None = field(default=None, repr=False)
+    _decode_error: DecodeError | None = field(default=None, repr=False)
 
     @property
     def done(self) -> bool:
@@ -131,26 +155,45 @@ class _Handle:
         self.error = _error_text(state.error)
         self.created_at = state.created_at
         self.completed_at = state.completed_at
+        self.cancel_reason = state.cancel_reason
         if state.status == "completed" and state.output != self._raw_output:
             self._raw_output = state.output
             try:
-                self.output = serde.loads(state.output)
+                self._set_output(serde.loads(state.output))
             except serde.PayloadUnreadable as exc:  # e.g. an encrypted Node payload
                 self.output = None
                 self.error = f"output unreadable: {exc}"
 
-    def _outcome(self) -> Any:
+    def _set_output(self, plain: Any) -> None:
+        """The stored output (plain, as serde reads it) decoded to the return annotation."""
+        self._decode_error = None
+        if self.workflow is None:
+            self.output = plain
+            return
+        try:
+            self.output = self.workflow.decode_output(plain)
+        except DecodeError as exc:
+            self.output, self._decode_error = plain, exc
+
+    def _outcome(self) -> R:
         """The output, or the typed error for a run that did not complete."""
         if self.status == "completed":
-            return self.output
+            if self._decode_error is not None:
+                raise DecodeError(
+                    f"run {self.id}: output does not fit the return annotation:"
+                    f" {self._decode_error}",
+                    run_id=self.id,
+                )
+            output: R = self.output
+            return output
         if self.status == "failed":
             raise RunFailedError(self.id, self.error, self.error_code)
         if self.status == "cancelled":
-            raise RunCancelledError(self.id)
+            raise RunCancelledError(self.id, self.cancel_reason)
         raise WorkflowError(f"run {self.id} is {self.status}", run_id=self.id)
 
 
-def _next_wait(handle: _Handle, deadline: float | None, timeout: float | None) -> float:
+def _next_wait(handle: _Handle[Any], deadline: float | None, timeout: float | None) -> float:
     """How long to wait for the run's NOTIFY before reading it again (the fallback for ends
     no NOTIFY announces); RunTimeoutError once `timeout` has passed."""
     if deadline is None:
@@ -161,7 +204,7 @@ def _next_wait(handle: _Handle, deadline: float | None, timeout: float | None) -
     return min(FALLBACK_SECONDS, left)
 
 
-def _listen_sync(conn: psycopg.Connection[Any], handle: _Handle, timeout: float | None) -> Any:
+def _listen_sync(conn: psycopg.Connection[Any], handle: _Handle[R], timeout: float | None) -> R:
     """Wait on `conn` (LISTEN first, then read) until the run ends; its output or error."""
     conn.execute(f"LISTEN {CHANNEL}")
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -179,8 +222,8 @@ def _listen_sync(conn: psycopg.Connection[Any], handle: _Handle, timeout: float 
 
 
 async def _listen_async(
-    conn: psycopg.AsyncConnection[Any], handle: _Handle, timeout: float | None
-) -> Any:
+    conn: psycopg.AsyncConnection[Any], handle: _Handle[R], timeout: float | None
+) -> R:
     await conn.execute(f"LISTEN {CHANNEL}")
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
@@ -197,7 +240,7 @@ async def _listen_async(
                 break
 
 
-class RunHandle(_Handle):
+class RunHandle(_Handle[R]):
     """A run: its id, and as last read its `status`, `output` (decoded), `error`,
     `error_code`. `await handle.result(timeout=None)` waits for its end.
 
@@ -208,7 +251,7 @@ class RunHandle(_Handle):
     def __init__(
         self,
         id: str,
-        workflow: WorkflowDef | None = None,
+        workflow: WorkflowDef[Any, R] | None = None,
         status: str = "pending",
         *,
         client: AsyncClient | None = None,
@@ -220,7 +263,7 @@ class RunHandle(_Handle):
         self._drive = drive
         self._queue = queue
 
-    async def result(self, timeout: float | None = None) -> Any:
+    async def result(self, timeout: float | None = None) -> R:
         """The run's output once it ends; `RunFailedError`, `RunCancelledError`, or
         `RunTimeoutError` (the run goes on) after `timeout` seconds."""
         if self._drive and self.workflow is not None:
@@ -239,7 +282,9 @@ class RunHandle(_Handle):
             if done.status != "busy":
                 self.status, self.error, self.error_code = done.status, done.error, done.error_code
                 if done.status == "completed":
-                    self.output = done.output
+                    self._set_output(done.output)
+                elif done.status == "cancelled":
+                    self._apply(await asyncio.to_thread(self._read_default))
                 elif done.status not in TERMINAL:
                     raise RunTimeoutError(self.id, timeout or 0.0, done.status)
                 return self._outcome()
@@ -250,7 +295,7 @@ class RunHandle(_Handle):
             return await self._client._wait(self, timeout)
         return await asyncio.to_thread(self._wait_default, timeout)
 
-    def _wait_default(self, timeout: float | None) -> Any:
+    def _wait_default(self, timeout: float | None) -> R:
         from wfctl.runtime import executor
 
         registry = self.workflow.registry if self.workflow is not None else None
@@ -260,7 +305,7 @@ class RunHandle(_Handle):
         finally:
             conn.close()
 
-    async def refresh(self) -> RunHandle:
+    async def refresh(self) -> RunHandle[R]:
         """Read the run's row again."""
         if self._client is not None:
             state = await self._client._state(self.id)
@@ -282,18 +327,20 @@ class RunHandle(_Handle):
         return state
 
 
-class SyncRunHandle(_Handle):
+class SyncRunHandle(_Handle[R]):
     """A run handle of the synchronous `Client`: `result()` blocks until the run ends."""
 
-    def __init__(self, id: str, client: Client, workflow: WorkflowDef | None = None) -> None:
+    def __init__(
+        self, id: str, client: Client, workflow: WorkflowDef[Any, R] | None = None
+    ) -> None:
         super().__init__(id, workflow)
         self._client = client
 
-    def result(self, timeout: float | None = None) -> Any:
+    def result(self, timeout: float | None = None) -> R:
         """Block until the run ends (LISTEN/NOTIFY): its output, or a typed error."""
         return self._client._wait(self, timeout)
 
-    def refresh(self) -> SyncRunHandle:
+    def refresh(self) -> SyncRunHandle[R]:
         """Read the run's row again."""
         self._apply(self._client._state(self.id))
         return self
@@ -313,10 +360,24 @@ def _resolve(dsn: str | None) -> Target:
     from wfctl.connection.db import Target
     from wfctl.connection.dsn import resolve_dsn
 
-    return Target(resolve_dsn(dsn))
+    try:
+        return Target(resolve_dsn(dsn))
+    except Exception as exc:  # the CLI's wording names flags: say it as the library's
+        raise ConnectionError(_library_words(str(exc))) from None
 
 
-def _names(workflow: WorkflowDef | str | None) -> list[str] | None:
+def _library_words(text: str) -> str:
+    """A connection message without CLI flag names (`--dsn` is `dsn=` here)."""
+    return text.replace("--dsn", "dsn=").replace("wfctl doctor", "the doctor")
+
+
+def _status(status: str | None) -> str | None:
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"not a run status: {status!r} (one of {', '.join(STATUSES)})")
+    return status
+
+
+def _names(workflow: WorkflowDef[Any, Any] | str | None) -> list[str] | None:
     if workflow is None:
         return None
     if isinstance(workflow, WorkflowDef):
@@ -346,13 +407,21 @@ class Client:
         self._peer_checked = allow_node_peer or os.environ.get(ALLOW_NODE_ENV) == "1"
 
     def connect(self) -> psycopg.Connection[Any]:
-        """A new autocommit session to the client's database."""
+        """A new autocommit session to the client's database (`ConnectionError`, a
+        `WorkflowError`, when it cannot be opened)."""
         if self._connect_fn is not None:
             return self._connect_fn()
         from wfctl.connection.db import connect
 
         assert self._target is not None
-        return connect(self._target, autocommit=True)
+        try:
+            return connect(self._target, autocommit=True)
+        except (psycopg.OperationalError, OSError) as exc:
+            raise ConnectionError(_library_words(str(exc))) from None
+        except Exception as exc:
+            if type(exc).__module__.startswith("wfctl"):  # wfctl's own connection errors
+                raise ConnectionError(_library_words(str(exc))) from None
+            raise
 
     @contextmanager
     def _session(self) -> Iterator[Store]:
@@ -382,49 +451,63 @@ class Client:
 
     # -- runs --
 
+    @overload
     def enqueue(
-        self,
-        workflow: WorkflowDef | str,
-        *args: Any,
-        idempotency_key: str | None = None,
-        queue: str | None = None,
-        traceparent: str | None = None,
-        tracestate: str | None = None,
-    ) -> SyncRunHandle:
-        """Create a run and hand it to the workers of `queue` (default "default") in one
-        transaction; returns at once with its handle. `workflow`: a workflow, or a stored
-        workflow name (`workflow//py:module//function`: a web process need not import the
-        workflows). With `idempotency_key`, an existing run of that key is returned (and
-        handed to the queue if it is still active). The trace context stored with the run
-        (continued by the worker's spans) is the current OpenTelemetry span's, else the
-        W3C `traceparent` (and `tracestate`) given here, e.g. from the request's headers."""
-        queue = queue or DEFAULT_QUEUE
+        self, workflow: WorkflowDef[P, R], /, *args: P.args, **kwargs: P.kwargs
+    ) -> SyncRunHandle[R]: ...
+
+    @overload
+    def enqueue(self, workflow: str, /, *args: Any, **kwargs: Any) -> SyncRunHandle[Any]: ...
+
+    def enqueue(
+        self, workflow: WorkflowDef[Any, Any] | str, /, *args: Any, **kwargs: Any
+    ) -> SyncRunHandle[Any]:
+        """Create a run and hand it to the workers of its queue (default "default") in one
+        transaction; returns at once with its handle, generic in the workflow's return type.
+        `workflow`: a workflow, called with its own positional and keyword arguments
+        (type-checked), or a stored workflow name (`workflow//py:module//function`: a web
+        process need not import the workflows; its handle returns the plain output).
+        Options: `client.enqueue(checkout.options(idempotency_key=k, queue="orders"), ...)`
+        (the keywords `idempotency_key=`/`queue=` are still taken as options when the
+        workflow has no parameter of that name). With an idempotency key, the run of that
+        key is returned if it was started with the same arguments (and handed to the queue
+        if it is still active); other arguments raise `IdempotencyConflictError`."""
         if isinstance(workflow, WorkflowDef):
-            name, data, wdef = workflow.name, workflow.encode_input(list(args)), workflow
+            options, kwargs = workflow.split_options(kwargs)
+            name, data, wdef = workflow.name, workflow.encode_input(list(args), kwargs), workflow
         else:
+            options = RunOptions(
+                kwargs.pop("idempotency_key", None),
+                kwargs.pop("queue", None),
+                traceparent=kwargs.pop("traceparent", None),
+                tracestate=kwargs.pop("tracestate", None),
+            )
+            if kwargs:
+                raise TypeError(
+                    f"enqueue({workflow!r}, ...): keyword arguments need the workflow itself"
+                    " (a stored name has no signature to bind them to)"
+                )
             name, wdef = workflow, None
             data = serde.dumps(list(args), f"the input of workflow {workflow}")
+        return self._enqueue(name, data, wdef, options)
+
+    def _enqueue(
+        self, name: str, data: bytes, wdef: WorkflowDef[Any, Any] | None, options: RunOptions
+    ) -> SyncRunHandle[Any]:
+        queue = options.queue or DEFAULT_QUEUE
+        idempotency_key = options.idempotency_key
         with self._session() as store:
             if not store.queued:
                 raise WorkflowError(
                     "this database has no worker queue (schema wfctl): `wfctl bootstrap` adds it"
                 )
-            if not self._peer_checked:
-                row = store.conn.execute(sql.load("runtime/node_peers")).fetchone()
-                if row is not None and row[0]:
-                    raise WorkflowError(
-                        "this world has the Node world's queue (graphile_worker): a Node "
-                        "deployment's startup recovery would fail every active Python run in "
-                        f"it; use a separate database, or Client(allow_node_peer=True) "
-                        f"({ALLOW_NODE_ENV}=1) if no Node world process will ever start on it"
-                    )
-                self._peer_checked = True
+            self._check_peer(store)
             # -- trace context (tracing.enqueue): the carrier goes into executionContext
             with tracing.enqueue(
-                name, traceparent=traceparent, tracestate=tracestate, queue=queue
+                name, traceparent=options.traceparent, tracestate=options.tracestate, queue=queue
             ) as traced:
                 created = store.create_run(
-                    ids.prefixed("wrun"),
+                    options.run_id or ids.prefixed("wrun"),
                     name,
                     data,
                     idempotency_key=idempotency_key,
@@ -434,32 +517,63 @@ class Client:
                 traced.created(created.run_id)
             if created.existing and created.status not in TERMINAL:
                 store.enqueue(created.run_id, name, queue)
-        handle = SyncRunHandle(created.run_id, self, wdef)
+        handle: SyncRunHandle[Any] = SyncRunHandle(created.run_id, self, wdef)
         handle.status = created.status
         handle.name = name
         return handle
 
-    def get(self, run_id: str) -> SyncRunHandle:
-        """The run's handle, read now (`RunNotFoundError` if there is none)."""
-        handle = SyncRunHandle(run_id, self)
+    def _check_peer(self, store: Store) -> None:
+        if self._peer_checked:
+            return
+        if self._node_peer(store):
+            raise WorkflowError(
+                "this world has the Node world's queue (graphile_worker): a Node "
+                "deployment's startup recovery would fail every active Python run in "
+                f"it; use a separate database, or Client(allow_node_peer=True) "
+                f"({ALLOW_NODE_ENV}=1) if no Node world process will ever start on it"
+            )
+        self._peer_checked = True
+
+    @staticmethod
+    def _node_peer(store: Store) -> bool:
+        row = store.conn.execute(sql.load("runtime/node_peers")).fetchone()
+        return bool(row is not None and row[0])
+
+    @overload
+    def get(self, run_id: str, workflow: None = None) -> SyncRunHandle[Any]: ...
+
+    @overload
+    def get(self, run_id: str, workflow: WorkflowDef[Any, R]) -> SyncRunHandle[R]: ...
+
+    def get(self, run_id: str, workflow: WorkflowDef[Any, Any] | None = None) -> SyncRunHandle[Any]:
+        """The run's handle, read now (`RunNotFoundError` if there is none). With
+        `workflow`, its output is decoded to that workflow's return annotation."""
+        handle: SyncRunHandle[Any] = SyncRunHandle(run_id, self, workflow)
         handle._apply(self._state(run_id))
         return handle
 
     def list(
         self,
         status: str | None = None,
-        workflow: WorkflowDef | str | None = None,
+        workflow: WorkflowDef[Any, Any] | str | None = None,
         limit: int = 50,
         after: str | None = None,
     ) -> RunPage:
-        """Runs newest first, optionally of one status and workflow; `after`: the previous
-        page's `next_cursor`."""
-        params = {"status": status, "names": _names(workflow), "after": after, "limit": limit}
+        """Runs newest first, optionally of one status (`pending`, `running`, `completed`,
+        `failed`, `cancelled`; anything else is a `ValueError`) and workflow; `after`: the
+        previous page's `next_cursor`."""
+        params = {
+            "status": _status(status),
+            "names": _names(workflow),
+            "after": after,
+            "limit": limit,
+        }
+        wdef = workflow if isinstance(workflow, WorkflowDef) else None
         with self._session() as store:
             rows = store.conn.execute(sql.load("runtime/page_runs"), params).fetchall()
         page = RunPage()
         for row in rows:
-            handle = SyncRunHandle(str(row[0]), self)
+            handle: SyncRunHandle[Any] = SyncRunHandle(str(row[0]), self, wdef)
             handle._apply(RunState.of(row))
             page.append(handle)
         page.next_cursor = page[-1].id if len(page) == limit and page else None
@@ -467,12 +581,12 @@ class Client:
 
     def cancel(
         self, run_id: str, reason: str | None = None, *, graceful: bool = False
-    ) -> SyncRunHandle:
+    ) -> SyncRunHandle[Any]:
         """Cancel the run (`run_cancelled`, one transaction); a run that had already ended is
         left as it is. Returns its handle, read after. With `graceful`, only ask: the workflow
         gets `CancelledError` at its next await, may run cleanup steps, and the run ends
         `cancelled` once it lets the error out (docs/runtime.md, Cancellation); wait with
-        `handle.result()` (it raises `RunCancelledError` then)."""
+        `handle.result()` (it raises `RunCancelledError` then, with the reason)."""
         with self._session() as store:
             try:
                 if graceful:
@@ -483,19 +597,70 @@ class Client:
                 raise RunNotFoundError(f"no run {run_id}", run_id=run_id) from None
         return self.get(run_id)
 
-    def resume_hook(self, token: str, payload: Any = None) -> str:
+    def resume_hook(
+        self,
+        token: str,
+        payload: Any = None,
+        *,
+        keep: str | float | timedelta | bool | None = True,
+    ) -> str | None:
         """Deliver `payload` to the hook holding `token` (`hook_received`, one transaction;
-        a queued run is woken at once). Returns the run id. `HookNotFoundError` when no
-        active hook holds the token; `WorkflowError` when its run has ended."""
+        a queued run is woken at once). Returns the run id.
+
+        - A typed hook (`create_hook(payload_type=Shipment)`) validates the payload first
+          where `Shipment`'s module is imported in this process: `DecodeError`, nothing
+          written, the run untouched.
+        - The hook's run has ended: `RunEndedError` (a `WorkflowError`), nothing written.
+        - No hook holds the token yet: the delivery is KEPT (`keep`: a duration, default
+          1 hour; True: the default) and handed over exactly once when a wfctl run creates
+          a hook with the token; returns None then. `keep=False`/`0`/`None`:
+          `HookNotFoundError` instead, as on a world a Node deployment shares (its runs
+          never read wfctl's inbox) unless `keep` is given as a duration.
+        """
         data = serde.dumps(payload, "a hook payload")
         with self._session() as store:
+            self._validate_payload(store, token, data)
             try:
                 run_id, _ = store.resume_hook(token, data)
-            except LookupError:
-                raise HookNotFoundError(f"no active hook with token {token!r}") from None
+                return run_id
             except GuardError as exc:
-                raise WorkflowError(f"hook {token!r}: {exc}") from None
-        return run_id
+                return self._ended(store, token, exc)
+            except LookupError:
+                pass
+            seconds = self._keep_seconds(store, keep)
+            if seconds is None or not store.hook_tables:
+                raise HookNotFoundError(f"no active hook with token {token!r}") from None
+            store.keep_delivery(token, data, seconds)
+        return None
+
+    @staticmethod
+    def _validate_payload(store: Store, token: str, data: bytes) -> None:
+        ref = store.hook_type(token)
+        cls = None if ref is None else values.resolve_ref(ref)
+        if cls is None:
+            return  # untyped, or its type not imported here: the workflow decodes it
+        try:
+            values.validate(cls, serde.loads(data))
+        except DecodeError as exc:
+            raise DecodeError(f"hook {token!r}: payload refused: {exc}") from None
+
+    @staticmethod
+    def _ended(store: Store, token: str, exc: GuardError) -> str:
+        text = str(exc)  # "run <id> is <status>"
+        parts = text.split()
+        if len(parts) >= 4 and parts[0] == "run":
+            raise RunEndedError(token, parts[1], parts[3]) from None
+        raise WorkflowError(f"hook {token!r}: {exc}") from None
+
+    def _keep_seconds(
+        self, store: Store, keep: str | float | timedelta | bool | None
+    ) -> float | None:
+        if keep is None or keep is False:
+            return None
+        if keep is True:
+            return None if self._node_peer(store) else DEFAULT_KEEP_SECONDS
+        seconds = parse_duration(keep).total_seconds()
+        return seconds if seconds > 0 else None
 
     # -- internals --
 
@@ -506,7 +671,7 @@ class Client:
             raise RunNotFoundError(f"no run {run_id}", run_id=run_id)
         return state
 
-    def _wait(self, handle: _Handle, timeout: float | None) -> Any:
+    def _wait(self, handle: _Handle[R], timeout: float | None) -> R:
         # Its own session: LISTEN holds the connection for the whole wait.
         conn = self.connect()
         try:
@@ -539,42 +704,46 @@ class AsyncClient:
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
 
-    def _handle(self, sync: SyncRunHandle) -> RunHandle:
+    def _handle(self, sync: SyncRunHandle[R]) -> RunHandle[R]:
         handle = RunHandle(sync.id, sync.workflow, sync.status, client=self)
         for name in ("error", "error_code", "name", "created_at", "completed_at"):
             setattr(handle, name, getattr(sync, name))
+        handle.cancel_reason = sync.cancel_reason
         handle.output, handle._raw_output = sync.output, sync._raw_output
+        handle._decode_error = sync._decode_error
         return handle
 
+    @overload
     async def enqueue(
-        self,
-        workflow: WorkflowDef | str,
-        *args: Any,
-        idempotency_key: str | None = None,
-        queue: str | None = None,
-        traceparent: str | None = None,
-        tracestate: str | None = None,
-    ) -> RunHandle:
+        self, workflow: WorkflowDef[P, R], /, *args: P.args, **kwargs: P.kwargs
+    ) -> RunHandle[R]: ...
+
+    @overload
+    async def enqueue(self, workflow: str, /, *args: Any, **kwargs: Any) -> RunHandle[Any]: ...
+
+    async def enqueue(
+        self, workflow: WorkflowDef[Any, Any] | str, /, *args: Any, **kwargs: Any
+    ) -> RunHandle[Any]:
         """See `Client.enqueue`."""
-        sync = await asyncio.to_thread(  # copies the context: the caller's span is current
-            lambda: self._sync.enqueue(
-                workflow,
-                *args,
-                idempotency_key=idempotency_key,
-                queue=queue,
-                traceparent=traceparent,
-                tracestate=tracestate,
-            ),
-        )
+        sync = await asyncio.to_thread(lambda: self._sync.enqueue(workflow, *args, **kwargs))
         return self._handle(sync)
 
-    async def get(self, run_id: str) -> RunHandle:
-        return self._handle(await asyncio.to_thread(self._sync.get, run_id))
+    @overload
+    async def get(self, run_id: str) -> RunHandle[Any]: ...
+
+    @overload
+    async def get(self, run_id: str, workflow: WorkflowDef[Any, R]) -> RunHandle[R]: ...
+
+    async def get(
+        self, run_id: str, workflow: WorkflowDef[Any, Any] | None = None
+    ) -> RunHandle[Any]:
+        """See `Client.get`."""
+        return self._handle(await asyncio.to_thread(lambda: self._sync.get(run_id, workflow)))
 
     async def list(
         self,
         status: str | None = None,
-        workflow: WorkflowDef | str | None = None,
+        workflow: WorkflowDef[Any, Any] | str | None = None,
         limit: int = 50,
         after: str | None = None,
     ) -> RunPage:
@@ -585,18 +754,25 @@ class AsyncClient:
 
     async def cancel(
         self, run_id: str, reason: str | None = None, *, graceful: bool = False
-    ) -> RunHandle:
+    ) -> RunHandle[Any]:
         return self._handle(
             await asyncio.to_thread(self._sync.cancel, run_id, reason, graceful=graceful)
         )
 
-    async def resume_hook(self, token: str, payload: Any = None) -> str:
-        return await asyncio.to_thread(self._sync.resume_hook, token, payload)
+    async def resume_hook(
+        self,
+        token: str,
+        payload: Any = None,
+        *,
+        keep: str | float | timedelta | bool | None = True,
+    ) -> str | None:
+        """See `Client.resume_hook`."""
+        return await asyncio.to_thread(self._sync.resume_hook, token, payload, keep=keep)
 
     async def _state(self, run_id: str) -> RunState:
         return await asyncio.to_thread(self._sync._state, run_id)
 
-    async def _wait(self, handle: _Handle, timeout: float | None) -> Any:
+    async def _wait(self, handle: _Handle[R], timeout: float | None) -> R:
         if self._sync._connect_fn is not None:  # a custom connect: wait in a thread
             return await asyncio.to_thread(self._sync._wait, handle, timeout)
         from wfctl.connection.db import APPLICATION_NAME

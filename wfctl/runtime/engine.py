@@ -38,7 +38,7 @@ from typing import Any, cast
 
 from ulid import ULID
 
-from wfctl.runtime import serde
+from wfctl.runtime import errors, serde
 from wfctl.runtime.errors import WorkflowError
 from wfctl.world.ids import ulid_text
 
@@ -67,9 +67,11 @@ class DeterministicLoop:
         return handle
 
     def call_later(self, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
-        raise RuntimeError(
-            "timers are not available inside a workflow: use wfctl.runtime.sleep() for a "
-            "durable sleep, and do time-bound work in a step"
+        raise errors.DeterminismError(
+            "asyncio timers (asyncio.sleep(n > 0), asyncio.wait_for, asyncio.timeout) are not"
+            " available inside a workflow (a replay could not reproduce when they fired): use"
+            " wfctl.runtime.sleep() for a durable sleep, `await hook.wait(timeout=...)` for a"
+            " hook with a deadline, and a step's timeout= for time-bound work"
         )
 
     call_at = call_later
@@ -163,10 +165,20 @@ class AwaitWait:
 
 
 @dataclass(frozen=True)
+class ReleaseWait:
+    """Complete a hook deadline's wait now: its hook's payload came first (its row must not
+    stay `waiting` past its due time)."""
+
+    correlation_id: str
+    resume_at: datetime
+
+
+@dataclass(frozen=True)
 class CreateHook:
     correlation_id: str
     token: str
     metadata: bytes | None
+    type_ref: str | None = None  # create_hook(payload_type=...): `module:qualname`
 
 
 @dataclass(frozen=True)
@@ -193,7 +205,16 @@ class StartChild:
     hook_token: str
 
 
-Command = StartStep | CreateWait | AwaitWait | CreateHook | AwaitHook | DisposeHook | StartChild
+Command = (
+    StartStep
+    | CreateWait
+    | AwaitWait
+    | ReleaseWait
+    | CreateHook
+    | AwaitHook
+    | DisposeHook
+    | StartChild
+)
 
 
 @dataclass(frozen=True)
@@ -266,8 +287,7 @@ class StepFailedError(WorkflowError):
         self.error = error
 
 
-class HookConflictError(Exception):
-    """The hook's token is held by another active hook."""
+HookConflictError = errors.HookConflictError  # re-exported (registry, api)
 
 
 # --- per-entity state -----------------------------------------------------------------------
@@ -292,6 +312,8 @@ class _Request:
     payloads: collections.deque[Any] = field(default_factory=collections.deque)
     getters: collections.deque[asyncio.Future[Any]] = field(default_factory=collections.deque)
     awaited: bool = False
+    released: bool = False  # waits: a hook deadline whose hook won (next_payload_until)
+    type_ref: str | None = None  # hooks: the payload type recorded for resume_hook
     # child: (workflow name, the child's input, queue, the token of the hook its end resumes)
     child: tuple[str, bytes, str, str] | None = None
 
@@ -411,14 +433,18 @@ class Engine:
         return fut
 
     def sleep_until(self, resume_at: datetime) -> asyncio.Future[Any]:
+        future = self._wait_request(resume_at).future
+        assert future is not None
+        return future
+
+    def _wait_request(self, resume_at: datetime) -> _Request:
         corr = self._next_corr("wait")
         fut = self._loop.create_future()
         resume_at = resume_at.astimezone(UTC)
         # The world stores milliseconds (a JS Date); keep the same precision on both paths,
         # rounding up: a sleep may end late, never before the instant the code asked for.
         resume_at += timedelta(microseconds=-resume_at.microsecond % 1000)
-        self._register(_Request("wait", corr, resume_at=resume_at, future=fut))
-        return fut
+        return self._register(_Request("wait", corr, resume_at=resume_at, future=fut))
 
     def start_child(
         self, workflow_name: str, record: bytes, child_input: bytes, queue: str
@@ -440,11 +466,14 @@ class Engine:
         assert future is not None
         return future
 
-    def create_hook(self, token: str | None, metadata: bytes | None) -> str:
+    def create_hook(
+        self, token: str | None, metadata: bytes | None, type_ref: str | None = None
+    ) -> str:
         corr = self._next_corr("hook")
         if token is None:
             token = "wfh_" + correlation_ulid(self.run_id, self._counter).lower()
-        self._register(_Request("hook", corr, token, metadata=metadata))
+        req = self._register(_Request("hook", corr, token, metadata=metadata))
+        req.type_ref = type_ref
         return corr
 
     def hook_token(self, corr: str) -> str:
@@ -463,6 +492,70 @@ class Engine:
         else:
             req.getters.append(fut)
         return fut
+
+    def next_payload_until(
+        self, corr: str, resume_at: datetime, timeout: float
+    ) -> asyncio.Future[Any]:
+        """The hook's next payload, or `HookTimeoutError` at `resume_at`: a durable race.
+
+        The deadline is an ordinary wait of the run (wait_created, a wait row; its
+        correlation id is taken whatever happens, so ids stay deterministic). Whichever of
+        the hook's `hook_received` and the wait's `wait_completed` the log holds first wins,
+        on replay as live. A payload first releases the wait (it is completed at once, so no
+        overdue wait row stays behind); the deadline first withdraws this call's claim on
+        the hook (a later payload stays for the next await)."""
+        req = self._by_corr[corr]
+        req.awaited = True
+        result = self._loop.create_future()
+        if req.payloads:  # already here: no deadline needed (the same on replay)
+            self._next_corr("wait")
+            item = req.payloads.popleft()
+            if isinstance(item, BaseException):
+                result.set_exception(item)
+            else:
+                result.set_result(item)
+            return result
+        getter = self._loop.create_future()
+        req.getters.append(getter)
+        wait = self._wait_request(resume_at)
+        timer = wait.future
+        assert timer is not None
+
+        def payload_first(fut: asyncio.Future[Any]) -> None:
+            if result.done() or fut.cancelled():
+                return
+            self._release_wait(wait)
+            exc = fut.exception()
+            if exc is not None:
+                result.set_exception(exc)
+            else:
+                result.set_result(fut.result())
+
+        def deadline_first(fut: asyncio.Future[Any]) -> None:
+            if result.done() or fut.cancelled() or getter.done():
+                return
+            req.getters = collections.deque(g for g in req.getters if g is not getter)
+            getter.cancel()
+            result.set_exception(errors.HookTimeoutError(req.name, timeout))
+
+        def abandoned(fut: asyncio.Future[Any]) -> None:  # a cancellation request
+            if fut.cancelled():
+                getter.cancel()
+                timer.cancel()
+
+        getter.add_done_callback(payload_first)
+        timer.add_done_callback(deadline_first)
+        result.add_done_callback(abandoned)
+        return result
+
+    def _release_wait(self, wait: _Request) -> None:
+        """A deadline no one waits for any more: completed at once if its row exists
+        (`ReleaseWait`), forgotten if it was never written."""
+        if wait.done:
+            return
+        wait.released = True
+        if not wait.created:
+            wait.done = True
 
     def dispose_hook(self, corr: str) -> None:
         hook = self._by_corr[corr]
@@ -710,6 +803,8 @@ class Engine:
         req = self._req(event, "wait")
         if req is None:
             return
+        if req.done and req.released:  # released before its row: replay keeps the row
+            req.done = False
         recorded = (event.data or {}).get("resumeAt")
         if isinstance(recorded, datetime) and req.resume_at is not None:
             delta = abs((recorded.astimezone(UTC) - req.resume_at).total_seconds())
@@ -728,6 +823,8 @@ class Engine:
             self._diverge(event, "a second wait_completed for one wait:")
             return
         req.done = True
+        if req.released or req.future.done():
+            return  # a released hook deadline: its completion only closes the row
         req.future.set_result(None)
 
     def _on_hook_created(self, event: Event) -> None:
@@ -740,6 +837,8 @@ class Engine:
         req.created = True
 
     def _deliver(self, req: _Request, item: Any) -> None:
+        while req.getters and req.getters[0].done():  # withdrawn (a deadline, a cancel)
+            req.getters.popleft()
         if req.getters:
             fut = req.getters.popleft()
             if isinstance(item, BaseException):
@@ -826,11 +925,16 @@ class Engine:
                 )
             elif req.kind == "wait":
                 assert req.resume_at is not None
+                if req.released:
+                    commands.append(ReleaseWait(req.correlation_id, req.resume_at))
+                    continue
                 cls = AwaitWait if req.created else CreateWait
                 commands.append(cls(req.correlation_id, req.resume_at))
             elif req.kind == "hook":
                 if not req.created:
-                    commands.append(CreateHook(req.correlation_id, req.name, req.metadata))
+                    commands.append(
+                        CreateHook(req.correlation_id, req.name, req.metadata, req.type_ref)
+                    )
                 elif req.getters:
                     commands.append(AwaitHook(req.correlation_id, req.name))
             elif req.kind == "dispose":

@@ -75,6 +75,9 @@ class _Result:
     started: int = field(default_factory=time.monotonic_ns)
 
 
+CHILD_TOKEN_PREFIX = "wfctl:child:"  # a child's end hook (children.py): never kept early
+
+
 class Unseen(Exception):
     """The run holds events this executor has not fed yet."""
 
@@ -217,6 +220,7 @@ class Executor:
         self.stop = stop
         self.run_id = ""  # the run being driven (for step_context())
         self.workflow_name = ""
+        self._new_tokens: list[str] = []  # hooks created by the open drive's last commit
         self._pool: ThreadPoolExecutor | None = None
         self._aloop: asyncio.AbstractEventLoop | None = None
         # Steps run inline (sync, no timeout), by name: looked up once, not per step.
@@ -302,6 +306,7 @@ class Executor:
         running: context.RunContext,
     ) -> Done:
         run_id = engine.run_id
+        self._new_tokens = []
         events = self.store.read_events(run_id)
         # The workflow's code re-runs what a previous drive ran (and logged), up to the code
         # the last event wakes, which runs for the first time.
@@ -354,6 +359,14 @@ class Executor:
             else:
                 tx.rollback()
             tx = None
+            if self._new_tokens:  # deliveries kept before these hooks existed: hand over
+                tokens, self._new_tokens = self._new_tokens, []
+                if self.store.take_kept(tokens):
+                    for event in self.store.read_events(run_id, after=floor):
+                        engine.feed(event)
+                        floor = event.id
+                    if not to_run:
+                        continue
             if to_run:
                 results = self._execute(to_run)
                 continue
@@ -460,8 +473,12 @@ class Executor:
                     resolving = True
                 else:
                     next_due = _earliest(next_due, cmd.resume_at)
+            elif isinstance(cmd, eng.ReleaseWait):  # a hook deadline its payload beat
+                tx.complete_wait(cmd.correlation_id, cmd.resume_at)
             elif isinstance(cmd, eng.CreateHook):
-                tx.create_hook(cmd.correlation_id, cmd.token, cmd.metadata)
+                tx.create_hook(cmd.correlation_id, cmd.token, cmd.metadata, cmd.type_ref)
+                if not cmd.token.startswith(CHILD_TOKEN_PREFIX):
+                    self._new_tokens.append(cmd.token)
             elif isinstance(cmd, eng.DisposeHook):
                 tx.dispose_hook(cmd.correlation_id, cmd.token)
             elif isinstance(cmd, eng.StartChild):  # created and recorded in this transaction

@@ -18,20 +18,28 @@ kept as aliases, so runs stored under them are still found and replayed.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import inspect
 import re
 import sys
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, cast, overload
+
+from typing_extensions import ParamSpec, TypeVar
 
 from wfctl.runtime import engine, serde, values
+from wfctl.runtime.errors import WorkflowError
 from wfctl.runtime.retries import DEFAULT_POLICY, RetryPolicy
 
 DEFAULT_MAX_RETRIES = 3
+# Defaults (PEP 696): a bare `WorkflowDef` / `StepDef` annotation means "any signature".
+P = ParamSpec("P", default=...)
+R = TypeVar("R", default=Any)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
 
@@ -98,7 +106,7 @@ def _names(fn: Callable[..., Any], kind: str) -> tuple[str, tuple[str, ...]]:
     return name, tuple(sorted(old - {name}))
 
 
-class ArgumentsError(TypeError):
+class ArgumentsError(WorkflowError, TypeError):
     """Arguments that do not fit a workflow's or step's signature (raised before anything
     is written: a run is never created with arguments its workflow cannot take)."""
 
@@ -133,8 +141,10 @@ def parameters(fn: Callable[..., Any]) -> str:
 
 
 @dataclass
-class StepDef:
-    """A registered step. Called inside a workflow: a durable, awaited call."""
+class StepDef(Generic[P, R]):
+    """A registered step. Called inside a workflow: a durable, awaited call (typed as an
+    `Awaitable` of the function's result, async or not). Outside a workflow a call runs
+    the function itself; `step.fn(...)` is the same call typed as the plain function."""
 
     fn: Callable[..., Any]
     name: str
@@ -157,9 +167,10 @@ class StepDef:
         """Seconds before the first retry (before jitter; 0: at once)."""
         return self.retry.backoff
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         if not engine.in_workflow():
-            return self.fn(*args, **kwargs)
+            plain: Awaitable[R] = self.fn(*args, **kwargs)  # outside: the function's own value
+            return plain
         positional = list(args) if not kwargs else bind_arguments(self.fn, args, kwargs, self.name)
         data = serde.dumps(positional, f"the input of step {self.name}")
         future = engine.current().call_step(self.name, data, self.max_retries, self.aliases)
@@ -182,9 +193,27 @@ class StepDef:
         return inspect.iscoroutinefunction(self.fn)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is started, apart from its arguments (`workflow.options(...)`)."""
+
+    idempotency_key: str | None = None
+    queue: str | None = None
+    run_id: str | None = None
+    # W3C trace context to store with the run when no OpenTelemetry span is current
+    # (tracing.enqueue): e.g. the incoming request's `traceparent`/`tracestate` headers.
+    traceparent: str | None = None
+    tracestate: str | None = None
+
+
+NO_OPTIONS = RunOptions()
+OPTION_NAMES = ("idempotency_key", "queue", "run_id", "traceparent", "tracestate")
+
+
 @dataclass
-class WorkflowDef:
-    """A registered workflow."""
+class WorkflowDef(Generic[P, R]):
+    """A registered workflow: calling it calls the function (a coroutine); `Client.enqueue`,
+    `start` and `start_child` take it with the function's own arguments, type-checked."""
 
     fn: Callable[..., Coroutine[Any, Any, Any]]
     name: str
@@ -192,9 +221,44 @@ class WorkflowDef:
     aliases: tuple[str, ...] = ()  # names runs stored by earlier versions may carry
     schedule: Any = None  # a schedule.Schedule: runs started once per cron tick by workers
     _types: values.Signature | None = field(default=None, init=False, repr=False)
+    run_options: RunOptions = field(default=NO_OPTIONS, repr=False)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R]:
         return self.fn(*args, **kwargs)
+
+    def options(
+        self,
+        *,
+        idempotency_key: str | None = None,
+        queue: str | None = None,
+        run_id: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+    ) -> WorkflowDef[P, R]:
+        """This workflow with start options, for `Client.enqueue`, `start` and
+        `start_child`: `client.enqueue(checkout.options(idempotency_key=k), order)`. The
+        workflow's own keyword arguments stay its own (a parameter may be called `queue`).
+        `traceparent`/`tracestate`: the W3C trace context the run continues when no
+        OpenTelemetry span is current (docs/deploy.md, Tracing)."""
+        bound = copy.copy(self)
+        bound.run_options = RunOptions(
+            idempotency_key, queue, run_id, traceparent=traceparent, tracestate=tracestate
+        )
+        return bound
+
+    def split_options(self, kwargs: dict[str, Any]) -> tuple[RunOptions, dict[str, Any]]:
+        """The start options of a call and the workflow's own keyword arguments. Options
+        come from `options()`; `idempotency_key=`, `queue=`, `run_id=`, `traceparent=` and
+        `tracestate=` given as keywords are taken as options too (the form earlier versions took) unless the workflow has a
+        parameter of that name."""
+        legacy = {k: kwargs[k] for k in OPTION_NAMES if k in kwargs and not self._takes(k)}
+        if not legacy:
+            return self.run_options, kwargs
+        rest = {k: v for k, v in kwargs.items() if k not in legacy}
+        return dataclasses.replace(self.run_options, **legacy), rest
+
+    def _takes(self, name: str) -> bool:
+        return name in inspect.signature(self.fn).parameters
 
     @property
     def types(self) -> values.Signature:
@@ -219,10 +283,13 @@ class WorkflowDef:
 
         return typed
 
-    def decode_output(self, value: Any) -> Any:
-        """A stored result decoded to the workflow's return annotation."""
+    def decode_output(self, value: Any) -> R:
+        """A stored result decoded to the workflow's return annotation: the ONE decoding
+        path of every result (handles of `Client`, `AsyncClient` and `start()`, a child's
+        `await`, `wfctl.testing`). `DecodeError` when it does not fit."""
         result = self.types.result
-        return value if result is None else result(value)
+        decoded: R = value if result is None else result(value)
+        return decoded
 
     @property
     def signature(self) -> str:
@@ -237,6 +304,23 @@ class WorkflowDef:
         return serde.dumps(self.bind(args, kwargs), f"the input of workflow {self.name}")
 
 
+class _WorkflowDecorator(Protocol):
+    """What `@wf.workflow(...)` returns: keeps the decorated function's signature."""
+
+    def __call__(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> WorkflowDef[P, R]: ...
+
+
+class _StepDecorator(Protocol):
+    """What `@wf.step(...)` returns: keeps the decorated function's signature; an async
+    step's result is what its coroutine returns."""
+
+    @overload
+    def __call__(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> StepDef[P, R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> StepDef[P, R]: ...
+
+
 class Workflows:
     """A registry of workflows and steps; `wfctl run module:attr` finds workflows here."""
 
@@ -247,14 +331,29 @@ class Workflows:
         self._aliases: dict[str, WorkflowDef | None] = {}  # None: ambiguous, not served
         self._step_aliases: dict[str, StepDef | None] = {}
 
+    @overload
+    def workflow(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> WorkflowDef[P, R]: ...
+
+    @overload
     def workflow(
         self,
-        fn: Callable[..., Coroutine[Any, Any, Any]] | None = None,
+        fn: None = None,
+        /,
         *,
         name: str | None = None,
         schedule: str | None = None,
         catchup: str | float | timedelta | None = None,
-    ) -> Any:
+    ) -> _WorkflowDecorator: ...
+
+    def workflow(
+        self,
+        fn: Callable[..., Coroutine[Any, Any, Any]] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        schedule: str | None = None,
+        catchup: str | float | timedelta | None = None,
+    ) -> WorkflowDef[Any, Any] | _WorkflowDecorator:
         """Register a workflow. `schedule` (a cron expression, UTC): `wfctl worker`s start
         one run per tick (docs/runtime.md, Schedules); `catchup` bounds how far back missed
         ticks are started after every worker was down (default 1h)."""
@@ -266,11 +365,13 @@ class Workflows:
         elif catchup is not None:
             raise TypeError("catchup= needs schedule=")
 
-        def register(f: Callable[..., Coroutine[Any, Any, Any]]) -> WorkflowDef:
+        def register(f: Callable[..., Coroutine[Any, Any, Any]]) -> WorkflowDef[Any, Any]:
             if not inspect.iscoroutinefunction(f):
                 raise TypeError(f"@workflow needs an `async def` function, got {f!r}")
             derived, aliases = _names(f, "workflow")
-            wdef = WorkflowDef(f, name or derived, self, () if name else aliases, plan)
+            wdef: WorkflowDef[Any, Any] = WorkflowDef(
+                f, name or derived, self, () if name else aliases, plan
+            )
             if plan is not None:
                 plan.check_signature(f)
             functools.update_wrapper(wdef, f)
@@ -278,11 +379,19 @@ class Workflows:
             _add_aliases(self._aliases, wdef.aliases, wdef)
             return wdef
 
-        return register(fn) if fn is not None else register
+        return register(fn) if fn is not None else cast(_WorkflowDecorator, register)
 
+    @overload
+    def step(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> StepDef[P, R]: ...
+
+    @overload
+    def step(self, fn: Callable[P, R], /) -> StepDef[P, R]: ...
+
+    @overload
     def step(
         self,
-        fn: Callable[..., Any] | None = None,
+        fn: None = None,
+        /,
         *,
         max_retries: int = DEFAULT_MAX_RETRIES,
         name: str | None = None,
@@ -290,16 +399,29 @@ class Workflows:
         backoff: str | float | timedelta | None = None,
         max_backoff: str | float | timedelta | None = None,
         jitter: float | None = None,
-    ) -> Any:
+    ) -> _StepDecorator: ...
+
+    def step(
+        self,
+        fn: Callable[..., Any] | None = None,
+        /,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        name: str | None = None,
+        timeout: str | float | timedelta | None = None,
+        backoff: str | float | timedelta | None = None,
+        max_backoff: str | float | timedelta | None = None,
+        jitter: float | None = None,
+    ) -> StepDef[Any, Any] | _StepDecorator:
         """Register a step. Retries (up to `max_retries`) wait `backoff` (default 1s) doubled
         per attempt, capped at `max_backoff` (default 60s), less up to `jitter` (default 0.5)
         of it at random; `backoff=0` retries at once (wfctl/runtime/retries.py)."""
         limit = None if timeout is None else parse_duration(timeout).total_seconds()
         policy = _policy(backoff, max_backoff, jitter)
 
-        def register(f: Callable[..., Any]) -> StepDef:
+        def register(f: Callable[..., Any]) -> StepDef[Any, Any]:
             derived, aliases = _names(f, "step")
-            sdef = StepDef(
+            sdef: StepDef[Any, Any] = StepDef(
                 f, name or derived, max(0, max_retries), limit, policy, () if name else aliases
             )
             functools.update_wrapper(sdef, f)
@@ -307,7 +429,7 @@ class Workflows:
             _add_aliases(self._step_aliases, sdef.aliases, sdef)
             return sdef
 
-        return register(fn) if fn is not None else register
+        return register(fn) if fn is not None else cast(_StepDecorator, register)
 
     def find(self, attr: str) -> WorkflowDef:
         """A workflow by function name, qualified name or full workflow name."""

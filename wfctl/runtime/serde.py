@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wfctl.runtime import values as _values
+from wfctl.runtime.errors import WorkflowError
 
 PREFIX = b"devl"
 _MAX_SAFE = 2**53 - 1
@@ -39,11 +40,11 @@ NAIVE = (
 )
 
 
-class PayloadUnreadable(ValueError):
+class PayloadUnreadable(WorkflowError, ValueError):
     """A payload in a format wfctl cannot open (encrypted, or a compression it lacks)."""
 
 
-class SerializationError(TypeError):
+class SerializationError(WorkflowError, TypeError):
     """A value that cannot cross the durable boundary (inputs, outputs, errors, payloads)."""
 
     def __init__(self, type_name: str, where: str, path: str = "", detail: str = "") -> None:

@@ -44,8 +44,9 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.errors import RefusedError
-from wfctl.runtime import tracing
+from wfctl.runtime import serde, tracing
 from wfctl.runtime.engine import UNSTAMPED, Event
+from wfctl.runtime.errors import IdempotencyConflictError
 from wfctl.runtime.wire import Pipeline, Result
 from wfctl.world import codec, ids
 from wfctl.world.writer import (
@@ -139,8 +140,10 @@ class Store:
         self.wire = Pipeline(conn)
         # The worker's queue (wfctl revision w0004): hook receipt wakes a queued run and a
         # run's end removes its queue row, each in the transition's own transaction.
-        queue_row = conn.execute(sql.load("worker/has_queue")).fetchone()
-        self.queued = bool(queue_row and queue_row[0])
+        # The hook tables (w0006): kept early deliveries and typed hooks' payload types.
+        tables = conn.execute(sql.load("runtime/wfctl_tables")).fetchone()
+        self.queued = bool(tables and tables[0])
+        self.hook_tables = bool(tables and tables[1])
         self.instants = _set_clock(conn)
         tz_row = conn.execute("SELECT current_setting('TimeZone')").fetchone()
         try:
@@ -236,6 +239,7 @@ class Store:
                     sql.load("runtime/find_idempotent_run"), {"key": idempotency_key}
                 ).fetchone()
                 if row is not None:
+                    _same_request(idempotency_key, row, name, input_bytes)
                     return Created(str(row[0]), str(row[1]), existing=True)
             conn.execute(sql.load("runtime/insert_run"), _run_row(run_id, name, event_data))
             first = NewEvent("run_created", None, event_data, SPEC_VERSION)
@@ -430,6 +434,56 @@ class Store:
                 then(conn, received[0])
         return received
 
+    def hook_type(self, token: str) -> str | None:
+        """The payload type (`module:qualname`) the active hook holding `token` recorded, or
+        None (untyped, unknown token, or a database without the hook tables)."""
+        if not self.hook_tables:
+            return None
+        row = self.conn.execute(sql.load("runtime/hook_type_by_token"), {"token": token}).fetchone()
+        return None if row is None else str(row[0])
+
+    def keep_delivery(self, token: str, payload: bytes, keep_seconds: float) -> datetime | None:
+        """Keep a delivery for a hook that does not exist yet (its own transaction), then
+        hand it over at once if the hook appeared meanwhile (`take_kept`). Returns when the
+        kept delivery expires, or None if it was handed over already. With the creator's
+        check after its hook's commit (`take_kept` too), one of the two always sees the
+        other: the delivery is never stranded while both live, and never delivered twice."""
+        if not self.hook_tables:
+            raise LookupError("this database has no hook inbox (wfctl bootstrap adds it)")
+        with self._transaction() as conn:
+            row = conn.execute(
+                sql.load("runtime/inbox_keep"),
+                {"token": token, "payload": payload, "keep_seconds": keep_seconds},
+            ).fetchone()
+        assert row is not None
+        if self.take_kept([token]):
+            return None
+        expires: datetime = row[0]
+        return expires
+
+    def take_kept(self, tokens: list[str]) -> list[str]:
+        """Hand the kept deliveries of `tokens` to their hooks (wfctl runs' hooks only):
+        per token ONE transaction deletes the kept rows and appends their hook_received
+        events in order. Returns the run ids delivered to. A cheap existence check first:
+        a hook creation pays one query when nothing is kept."""
+        if not self.hook_tables or not tokens:
+            return []
+        found = self.conn.execute(sql.load("runtime/inbox_waiting"), {"tokens": tokens}).fetchone()
+        if not (found and found[0]):
+            return []
+        delivered: list[str] = []
+        for token in tokens:
+            try:
+                with self._transaction() as conn:
+                    rows = conn.execute(sql.load("runtime/inbox_take"), {"token": token}).fetchall()
+                    for _, payload in sorted(rows, key=lambda r: int(r[0])):
+                        received = self._hook_received(conn, token, bytes(payload), once=False)
+                        assert received is not None
+                        delivered.append(received[0])
+            except (LookupError, GuardError):
+                continue  # the hook or its run went away meanwhile: the rows stay kept
+        return delivered
+
     def deliver_hook_once(self, token: str, payload: bytes) -> str | None:
         """hook_received for the hook holding `token` unless it has received one already
         (a child's end, delivered by its driver and by the workers' sweep: children.py).
@@ -479,6 +533,31 @@ class Store:
         conn.execute(sql.load("runtime/delete_run_waits"), {"run_id": run_id})
         hooks = "runtime/delete_run_hooks_slot" if self.slots else "runtime/delete_run_hooks"
         conn.execute(sql.load(hooks), {"run_id": run_id})
+        if self.hook_tables:
+            conn.execute(sql.load("runtime/delete_hook_types"), {"run_id": run_id})
+
+
+def _same_request(key: str, row: tuple[Any, ...], name: str, input_bytes: bytes) -> None:
+    """An idempotency key names one request: the same workflow with the same arguments
+    (compared as decoded values: the bytes of an equal input may differ between versions).
+    Anything else is `IdempotencyConflictError` (returning the first run would be a lie)."""
+    run_id, _, stored_name, stored_input = row
+    if stored_name != name:
+        raise IdempotencyConflictError(
+            f"idempotency key {key!r} belongs to run {run_id} of workflow {stored_name},"
+            f" not {name}",
+            run_id=str(run_id),
+        )
+    try:
+        same = serde.loads(codec.decode(stored_input)) == serde.loads(input_bytes)
+    except ValueError:
+        same = codec.decode(stored_input) == input_bytes
+    if not same:
+        raise IdempotencyConflictError(
+            f"idempotency key {key!r} belongs to run {run_id}, started with other arguments"
+            " (same key, same arguments returns that run; use a new key for new arguments)",
+            run_id=str(run_id),
+        )
 
 
 def _attribute_value(text: str) -> str:
@@ -614,7 +693,16 @@ class Tx:
         )
         self._event("wait_completed", corr, {"resumeAt": resume_at})
 
-    def create_hook(self, corr: str, token: str, metadata: bytes | None) -> None:
+    def create_hook(
+        self, corr: str, token: str, metadata: bytes | None, type_ref: str | None = None
+    ) -> None:
+        if type_ref is not None and self.store.hook_tables:
+            self._ops.append(
+                (
+                    "runtime/insert_hook_type",
+                    {"run_id": self.run_id, "hook_id": corr, "type_ref": type_ref},
+                )
+            )
         self._ops.append(
             (
                 "runtime/insert_hook",
@@ -730,6 +818,8 @@ class Tx:
         self._ops.append(("runtime/delete_run_waits", {"run_id": self.run_id}))
         hooks = "runtime/delete_run_hooks_slot" if self.store.slots else "runtime/delete_run_hooks"
         self._ops.append((hooks, {"run_id": self.run_id}))
+        if self.store.hook_tables:
+            self._ops.append(("runtime/delete_hook_types", {"run_id": self.run_id}))
         if self.store.queued:
             self._ops.append(("worker/dequeue", {"run_id": self.run_id}))
 

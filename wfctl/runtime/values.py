@@ -37,6 +37,8 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+from wfctl.runtime import errors as _errors
+
 Decoder = Callable[[Any], Any]
 
 
@@ -135,8 +137,7 @@ def _pydantic_model() -> type | None:
 # --- decoding -------------------------------------------------------------------------------
 
 
-class DecodeError(TypeError):
-    """A stored value that does not fit the annotation it is decoded to."""
+DecodeError = _errors.DecodeError  # a WorkflowError (errors.py): documented, catchable
 
 
 _decoder_cache: dict[Any, Decoder | None] = {}
@@ -348,6 +349,55 @@ def _hints(obj: Any) -> dict[str, Any]:
                     continue
             hints[name] = ann
         return hints
+
+
+def type_ref(annotation: Any) -> str | None:
+    """`module:qualname` of a class annotation (what a hook records of its payload type),
+    None for anything else (a generic alias: the workflow still decodes its payloads)."""
+    if not isinstance(annotation, type) or "<locals>" in annotation.__qualname__:
+        return None
+    return f"{annotation.__module__}:{annotation.__qualname__}"
+
+
+def resolve_ref(ref: str) -> Any:
+    """The class `type_ref` named, from a module this process has ALREADY imported (a
+    reference read from the database never imports code), or None."""
+    module_name, _, qualname = ref.partition(":")
+    module = sys.modules.get(module_name)
+    if module is None:
+        return None
+    obj: Any = module
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if isinstance(obj, type) else None
+
+
+def validate(annotation: Any, value: Any) -> Any:
+    """`value` (plain, as stored) decoded to `annotation`, or `DecodeError`; a dataclass's
+    plain fields are checked for their type too (a str where an int is declared), which
+    decoding alone lets through. A typed hook's payloads pass here at `resume_hook` and
+    again in the workflow, so both refuse the same payloads."""
+    decode = decoder(annotation)
+    decoded = value if decode is None else decode(value)
+    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+        if not isinstance(value, dict):
+            raise DecodeError(f"cannot decode {_show(value)} as {annotation.__qualname__}")
+        hints = _hints(annotation)
+        for f in dataclasses.fields(annotation):
+            ann = hints.get(f.name, Any)
+            got = getattr(decoded, f.name, None)
+            if isinstance(ann, type) and ann in (str, int, float, bool) and got is not None:
+                ok = isinstance(got, ann) and not (ann is not bool and isinstance(got, bool))
+                if ann is float and isinstance(got, int) and not isinstance(got, bool):
+                    ok = True
+                if not ok:
+                    raise DecodeError(
+                        f"cannot decode as {annotation.__qualname__}: field {f.name} is"
+                        f" {_show(got)}, not {ann.__name__}"
+                    )
+    return decoded
 
 
 class Typed:

@@ -30,7 +30,7 @@ MIGRATIONS_DIR = sql.shipped("migrations")
 WFCTL_HEAD = "w0001_wfctl_schema"
 # wfctl's own branch (label `wfctl`, off w0001): tables in schema `wfctl` only, for either
 # era. A bootstrapped database holds two heads: its era revision and this one.
-WORKER_HEAD = "w0005_wfctl_worker_workflows"
+WORKER_HEAD = "w0006_wfctl_hooks"
 ERA_REVISION = {"beta29": "w0002_world_beta29", "slot": "w0003_world_slot"}
 
 
