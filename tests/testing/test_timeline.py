@@ -4,9 +4,8 @@ their back-off, sleeps, hooks, children), and the same data under `timeline` in 
 from __future__ import annotations
 
 import json
-from typing import Any
-
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from tests.testing import flows
 from wfctl.cli.timeline import build, render

@@ -23,7 +23,7 @@ from wfctl.runtime import Client
 from wfctl.runtime.engine import short_name
 
 pytest.importorskip("opentelemetry.sdk.trace")
-from opentelemetry import trace  # noqa: E402
+from opentelemetry import trace
 
 
 def _spans(log: str) -> list[dict[str, Any]]:
@@ -47,9 +47,9 @@ def test_one_trace_from_the_request_to_the_worker_steps(
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
     worker = cworkers(beta_world.dsn, "--otel")
     worker.worker_id()
-    with trace.get_tracer("shop.web").start_as_current_span("POST /orders") as request:
-        with Client(beta_world.dsn) as client:
-            handle = client.enqueue(cf.doubled, 21)
+    tracer = trace.get_tracer("shop.web")
+    with tracer.start_as_current_span("POST /orders") as request, Client(beta_world.dsn) as c:
+        handle = c.enqueue(cf.doubled, 21)
     assert handle.result(timeout=30) == {"x": 21, "doubled": 42}
 
     (enqueue,) = [s for s in spans.get_finished_spans() if s.name == "wfctl.run.enqueue"]

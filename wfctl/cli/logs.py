@@ -104,9 +104,9 @@ def user_logging(log_format: str, level: str) -> None:
         if quiet.level == logging.NOTSET:
             quiet.setLevel(logging.WARNING)
     if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(_json_formatter() if log_format == "json" else _UserText())
-        root.addHandler(handler)
+        ours = logging.StreamHandler(sys.stderr)
+        ours.setFormatter(_json_formatter() if log_format == "json" else _UserText())
+        root.addHandler(ours)
         root.setLevel(wanted)
     for handler in root.handlers:
         if not any(isinstance(f, LogContext) for f in handler.filters):

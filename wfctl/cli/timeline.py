@@ -11,7 +11,7 @@ them as lines of text. The JSON form of `wfctl --format json runs show` is `buil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from wfctl.clock import timestamp
@@ -64,7 +64,7 @@ class _Lane:
         return last if last is not None and last.end is None else None
 
 
-def _ms(delta: Any) -> float:
+def _ms(delta: timedelta) -> float:
     return round(delta.total_seconds() * 1000, 3)
 
 

@@ -249,8 +249,8 @@ class WorkflowDef(Generic[P, R]):
     def split_options(self, kwargs: dict[str, Any]) -> tuple[RunOptions, dict[str, Any]]:
         """The start options of a call and the workflow's own keyword arguments. Options
         come from `options()`; `idempotency_key=`, `queue=`, `run_id=`, `traceparent=` and
-        `tracestate=` given as keywords are taken as options too (the form earlier versions took) unless the workflow has a
-        parameter of that name."""
+        `tracestate=` given as keywords are taken as options too (the form earlier versions
+        took) unless the workflow has a parameter of that name."""
         legacy = {k: kwargs[k] for k in OPTION_NAMES if k in kwargs and not self._takes(k)}
         if not legacy:
             return self.run_options, kwargs

@@ -51,6 +51,7 @@ def _api() -> Any:
         _trace, _loaded = trace, True
     return _trace
 
+
 TRACER = "wfctl.runtime"
 CARRIER_KEY = "traceCarrier"  # executionContext's key, as @workflow/core names it
 # W3C Trace Context, version 00 (a later version's first four fields read the same).
@@ -177,9 +178,7 @@ def enabled() -> bool:
     """Whether `span` would start a span now (a TracerProvider is set). Lets the step
     path skip the context manager itself when it would be a no-op."""
     otel = _trace if _loaded else _api()
-    return otel is not None and not isinstance(
-        otel.get_tracer_provider(), otel.ProxyTracerProvider
-    )
+    return otel is not None and not isinstance(otel.get_tracer_provider(), otel.ProxyTracerProvider)
 
 
 def failed(current: Any, exc: BaseException) -> None:
