@@ -24,7 +24,6 @@ from typing import Any, cast
 import psycopg
 from typing_extensions import ParamSpec, TypeVar
 
-from wfctl import sql
 from wfctl.runtime import children
 from wfctl.runtime import executor as ex
 from wfctl.runtime.registry import WorkflowDef, Workflows, parse_duration
@@ -236,23 +235,21 @@ class World:
         self.clock.advance_to(target)
         return done
 
-    def time_out_hook(self, token: str) -> ex.Done:
-        """Let the deadline of the hook holding `token` pass (`await hook.wait(timeout=...)`
-        in the workflow): the clock moves to the run's next timer (the hook's deadline when
-        the run waits on nothing else) and the run is driven, so the workflow meets
-        `HookTimeoutError`. Where the run stands afterwards. Raises `LookupError` when no
-        hook holds the token, `RunBlocked` when its run has no timer (a wait without a
-        timeout)."""
-        with self.connect() as conn:
-            row = conn.execute(sql.load("runtime/hook_by_token"), {"token": token}).fetchone()
-        if row is None:
-            raise LookupError(f"no active hook with token {token!r}")
-        run_id = str(row[1])
+    def time_out_hook(self, run_id: str, token: str | None = None) -> ex.Done:
+        """Let the run's hook wait time out (`await hook.wait(timeout=...)` in the
+        workflow): the run is driven to its hook, the clock moves to its next timer (the
+        hook's deadline when the run waits on nothing else) and the run is driven again, so
+        the workflow meets `HookTimeoutError`; where it stands then. `token`: the hook it
+        must be waiting on (`LookupError` if it is not). `RunBlocked` when the run waits
+        without a timer (a hook awaited without a timeout)."""
         done = self.drive(run_id)
         if done.status in TERMINAL or done.status == "busy":
             return done
+        tokens = self._tokens(run_id)
+        if token is not None and token not in tokens:
+            raise LookupError(f"run {run_id} holds no hook {token!r} (its hooks: {tokens})")
         if done.next_due is None:
-            raise RunBlocked(run_id, self._tokens(run_id))
+            raise RunBlocked(run_id, tokens)
         self.clock.advance_to(done.next_due)
         return self.drive(run_id)
 
