@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from typing import Any
@@ -156,3 +157,26 @@ def test_the_node_package_reads_and_writes_the_same_carrier(
     (drive,) = [s for s in spans.get_finished_spans() if s.name == "wfctl.run.drive"]
     assert f"{drive.context.trace_id:032x}" == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert drive.parent is not None and f"{drive.parent.span_id:016x}" == "00f067aa0ba902b7"
+
+
+def test_the_client_takes_the_context_as_an_option_or_from_the_callers_span(
+    spans: InMemorySpanExporter, world: Any, conn: Any
+) -> None:
+    from wfctl.runtime import AsyncClient, Client
+
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    with Client(world.dsn) as client:
+        by_name = client.enqueue(flows.sequential.name, 1, traceparent=parent)
+        by_option = client.enqueue(flows.sequential.options(traceparent=parent), 1)
+    for handle in (by_name, by_option):
+        assert _carrier(conn, handle.id)["traceparent"].split("-")[1] == trace_id
+
+    async def from_a_request() -> tuple[str, int]:
+        with trace.get_tracer("web").start_as_current_span("GET /") as request:
+            async with AsyncClient(world.dsn) as client:
+                handle = await client.enqueue(flows.sequential, 1)
+        return handle.id, request.get_span_context().trace_id
+
+    run_id, request_trace = asyncio.run(from_a_request())
+    assert _carrier(conn, run_id)["traceparent"].split("-")[1] == f"{request_trace:032x}"
