@@ -12,13 +12,15 @@ a later drive replays the code that logged it."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from tests.otel import memory_exporter
 from tests.worker import clientflows as cf
-from tests.worker.conftest import prepare, wait_until
+from tests.worker.conftest import ROOT, prepare, wait_until
 from wfctl.runtime import Client
 from wfctl.runtime.engine import short_name
 
@@ -106,3 +108,28 @@ def test_user_logging_carries_the_run(beta_world: Any, cworkers: Any, log_format
         " attempt 2]",
         f"INFO shop.orders: order o-7 done [run {handle.id} workflow {workflow}]",
     ]
+
+
+def test_wfctl_run_logs_the_users_records_with_the_run(beta_world: Any) -> None:
+    """`wfctl run --wait` (the run driven in the command's process): the same records, at
+    --log-level (WARNING keeps the warning only)."""
+    prepare(beta_world)
+    done = subprocess.run(
+        [sys.executable, "-m", "wfctl", "--dsn", beta_world.dsn, "run",
+         "tests.worker.clientflows:logged", '["o-8"]', "--wait", "--log-format", "json",
+         "--log-level", "warning"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(x) for x in done.stderr.splitlines() if '"shop.orders"' in x]
+    assert [(r["level"], r["message"], r["attempt"]) for r in records] == [
+        ("WARNING", "provider down for o-8", 1)
+    ]
+    assert records[0]["run_id"].startswith("wrun_")
+    assert records[0]["step"] == short_name(cf.noisy.name)
+    bad = subprocess.run(
+        [sys.executable, "-m", "wfctl", "--dsn", beta_world.dsn, "run",
+         "tests.worker.clientflows:logged", '["o-9"]', "--log-level", "loud"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 64 and "--log-level" in bad.stderr
