@@ -66,3 +66,20 @@ async def asyncio_timer() -> str:
 @wf.workflow
 async def plain_hook(token: str) -> object:
     return await create_hook(token=token)
+
+
+@wf.workflow
+async def priced(order: str, cents: int) -> Shipment:
+    """A rich return type: every handle decodes it the same way (one decoding path)."""
+    return Shipment(await note(order), Decimal(cents) / 100)
+
+
+@wf.workflow
+async def naive_sleep() -> str:
+    from datetime import datetime
+
+    try:
+        await __import__("wfctl.runtime", fromlist=["sleep"]).sleep(until=datetime(2030, 1, 1))
+    except ValueError as exc:
+        return f"refused: {'naive' in str(exc)}"
+    return "slept"

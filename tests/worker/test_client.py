@@ -73,7 +73,8 @@ def test_typed_errors(world: Any, cworkers: Any) -> None:
     with pytest.raises(RunNotFoundError):
         client.get("wrun_01J00000000000000000000000")
     with pytest.raises(HookNotFoundError):
-        client.resume_hook("no-such-token", {})
+        client.resume_hook("no-such-token", {}, keep=False)
+    assert client.resume_hook("kept-token", {}) is None  # kept for a hook to come
     client.close()
 
 

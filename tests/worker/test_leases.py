@@ -193,7 +193,8 @@ def test_detach_hands_the_run_to_workers_and_adds_the_tables_where_missing(
 ) -> None:
     prepare(beta_world)
     with beta_world.connect() as conn:  # a database bootstrapped before the worker revision
-        conn.execute("DROP TABLE wfctl.run_queue, wfctl.workers")
+        conn.execute("DROP TABLE wfctl.run_queue, wfctl.workers, wfctl.hook_inbox")
+        conn.execute("DROP TABLE wfctl.hook_types")
         conn.execute("DELETE FROM wfctl.alembic_version WHERE version_num LIKE 'w000%%_wfctl_%%'")
     status, out, err = run_cli(
         "--dsn",

@@ -32,7 +32,7 @@ import asyncio
 import functools
 from collections.abc import AsyncIterator, Awaitable, Generator
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic
+from typing import Any, Generic, overload
 
 from typing_extensions import ParamSpec, TypeVar
 
@@ -71,6 +71,7 @@ from wfctl.runtime.values import register_codec
 
 P = ParamSpec("P", default=...)
 R = TypeVar("R", default=Any)
+T = TypeVar("T", default=Any)
 
 # --- inside workflows ----------------------------------------------------------------------
 
@@ -118,9 +119,11 @@ def patched(change_id: str) -> bool:
     return engine.current().patched(change_id)
 
 
-class Hook:
+class Hook(Generic[T]):
     """A hook created inside a workflow: `await hook` for the next payload, or
-    `async for payload in hook`. Resumed from outside with `wfctl hooks resume TOKEN JSON`."""
+    `async for payload in hook`. Resumed from outside with `Client.resume_hook` or `wfctl
+    hooks resume TOKEN JSON`. Generic in its payload type (`create_hook(payload_type=X)`
+    makes a `Hook[X]`, so `await hook` is an `X` to type checkers too)."""
 
     def __init__(self, correlation_id: str, decode: values.Decoder | None = None) -> None:
         self.correlation_id = correlation_id
@@ -130,13 +133,13 @@ class Hook:
     def token(self) -> str:
         return engine.current().hook_token(self.correlation_id)
 
-    def __await__(self) -> Generator[Any, None, Any]:
+    def __await__(self) -> Generator[Any, None, T]:
         future = engine.current().next_payload(self.correlation_id)
         if self._decode is None:
             return future.__await__()
         return values.Typed(future, self._decode).__await__()
 
-    def wait(self, timeout: str | float | timedelta | None = None) -> Awaitable[Any]:
+    def wait(self, timeout: str | float | timedelta | None = None) -> Awaitable[T]:
         """The next payload, or `HookTimeoutError` once `timeout` (a duration, as `sleep`
         takes) has passed without one. Durable: the deadline is a wait of the run (a wait
         row and wait_created), raced with the hook in the log, so a replay takes the same
@@ -151,10 +154,10 @@ class Hook:
         )
         return future if self._decode is None else values.Typed(future, self._decode)
 
-    def __aiter__(self) -> AsyncIterator[Any]:
+    def __aiter__(self) -> AsyncIterator[T]:
         return self._iterate()
 
-    async def _iterate(self) -> AsyncIterator[Any]:
+    async def _iterate(self) -> AsyncIterator[T]:
         while True:
             yield await self
 
@@ -163,9 +166,21 @@ class Hook:
         engine.current().dispose_hook(self.correlation_id)
 
 
+@overload
+def create_hook(
+    token: str | None = None, *, metadata: Any = None, payload_type: type[T]
+) -> Hook[T]: ...
+
+
+@overload
 def create_hook(
     token: str | None = None, *, metadata: Any = None, payload_type: Any = None
-) -> Hook:
+) -> Hook[Any]: ...
+
+
+def create_hook(
+    token: str | None = None, *, metadata: Any = None, payload_type: Any = None
+) -> Hook[Any]:
     """Create a hook; `token` defaults to a deterministic one (see `hook.token`).
     `payload_type` (a dataclass, a pydantic model, `dict[str, Decimal]`...) decodes each
     payload to that type, as annotations do for arguments (docs/runtime.md). A class is
@@ -254,7 +269,7 @@ async def start(workflow: WorkflowDef[P, R], *args: P.args, **kwargs: P.kwargs) 
     *args)` (or those keywords, unless the workflow has such a parameter). To hand a run to
     workers instead, use `Client.enqueue`."""
     if engine.in_workflow():
-        raise RuntimeError(
+        raise DeterminismError(
             "start() cannot be called inside a workflow (it does I/O and would start a new run"
             " on every replay): use `child = await start_child(workflow, *args)`, then"
             " `await child` for its result"

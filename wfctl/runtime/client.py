@@ -363,12 +363,15 @@ def _resolve(dsn: str | None) -> Target:
     try:
         return Target(resolve_dsn(dsn))
     except Exception as exc:  # the CLI's wording names flags: say it as the library's
-        raise ConnectionError(_library_words(str(exc))) from None
+        raise ConnectionError(_library_words(exc)) from None
 
 
-def _library_words(text: str) -> str:
-    """A connection message without CLI flag names (`--dsn` is `dsn=` here)."""
-    return text.replace("--dsn", "dsn=").replace("wfctl doctor", "the doctor")
+def _library_words(exc: BaseException) -> str:
+    """A connection failure said as the library's: no CLI flag names (the CLI's `--dsn` is
+    `Client(dsn=...)` here), with what to try next when wfctl knows it."""
+    text = str(exc).replace("from --dsn", "from Client(dsn=...)").replace("--dsn", "dsn=")
+    hint = getattr(exc, "hint", None)
+    return f"{text} ({hint})" if hint and "--" not in hint else text
 
 
 def _status(status: str | None) -> str | None:
@@ -417,10 +420,10 @@ class Client:
         try:
             return connect(self._target, autocommit=True)
         except (psycopg.OperationalError, OSError) as exc:
-            raise ConnectionError(_library_words(str(exc))) from None
+            raise ConnectionError(_library_words(exc)) from None
         except Exception as exc:
             if type(exc).__module__.startswith("wfctl"):  # wfctl's own connection errors
-                raise ConnectionError(_library_words(str(exc))) from None
+                raise ConnectionError(_library_words(exc)) from None
             raise
 
     @contextmanager

@@ -158,8 +158,8 @@ def ensure_worker_schema(conn: psycopg.Connection[Any]) -> bool:
     """Apply wfctl's own branch (the worker's tables) to a database wfctl has bootstrapped or
     adopted before this revision existed. Touches schema `wfctl` only. Returns whether it
     had to upgrade; refuses a database whose world wfctl does not manage yet."""
-    row = conn.execute(sql.load("worker/has_served_names")).fetchone()
-    if row and row[0]:  # the newest revision of wfctl's branch is there
+    row = conn.execute(sql.load("runtime/wfctl_tables")).fetchone()
+    if row and row[1]:  # the newest revision of wfctl's branch (w0006: the hook tables)
         return False
     world = model.inspect(conn, with_drift=False)
     if not world.has_wfctl:
