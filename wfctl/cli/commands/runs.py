@@ -159,7 +159,7 @@ def show_run(
 
     [bold]Examples[/bold]
       wfctl runs show wrun_01J...
-      wfctl --format json runs show wrun_01J... | jq '.timeline.lanes[] | {name, status}'
+      wfctl --format json runs show wrun_01J... | jq '.timeline.lanes[].status'
       wfctl --format json runs show wrun_01J... | jq '.events[].type'
     """
     st = state(ctx)
