@@ -94,6 +94,9 @@ def test_user_logging_carries_the_run(beta_world: Any, cworkers: Any, log_format
             ("INFO", "order o-7 done"),
         ]
         assert {r["run_id"] for r in records} == {handle.id}
+        assert {(r["queue"], r["worker_id"].split(":")[1]) for r in records} == {
+            ("default", str(worker.pid))
+        }
         assert {r["workflow"] for r in records} == {workflow}
         assert [r.get("attempt") for r in records] == [None, 1, 1, 2, None]
         assert {r["step"] for r in records if "step" in r} == {step}

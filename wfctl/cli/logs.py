@@ -88,10 +88,12 @@ def _json_formatter() -> logging.Formatter:
 _QUIET = ("alembic", "sqlalchemy")
 
 
-def user_logging(log_format: str, level: str) -> None:
+def user_logging(log_format: str, level: str, **fields: Any) -> None:
     """Route the user's `logging` (root logger) to stderr in `log_format` at `level`, unless
     the user's code configured the root logger itself; either way its handlers add the run's
-    fields (context.LogContext). Call after importing the user's module."""
+    fields (context.LogContext). In JSON, wfctl's handler adds the command's fixed `fields`
+    too (a worker's `queue`, then its `worker_id`: `add_fields(logging.getLogger(), ...)`).
+    Call after importing the user's module."""
     from wfctl.errors import UsageError
     from wfctl.runtime.context import LogContext
 
@@ -106,6 +108,8 @@ def user_logging(log_format: str, level: str) -> None:
     if not root.handlers:
         ours = logging.StreamHandler(sys.stderr)
         ours.setFormatter(_json_formatter() if log_format == "json" else _UserText())
+        if log_format == "json":
+            ours.addFilter(_Fields(dict(fields)))
         root.addHandler(ours)
         root.setLevel(wanted)
     for handler in root.handlers:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -134,7 +135,8 @@ def worker_command(
     registry = load_registry(target)
     if not registry.workflows:
         raise UsageError(f"{target} defines no workflows")
-    logs.user_logging(log_format, log_level)  # after the user's module configured its own
+    # after the user's module configured its own logging, if it does
+    logs.user_logging(log_format, log_level, queue=queue)
     config = WorkerConfig(
         queue=queue,
         concurrency=concurrency,
@@ -167,6 +169,7 @@ def worker_command(
         metrics=metrics,
     )
     logs.add_fields(st.output.logger, worker_id=worker.worker_id)
+    logs.add_fields(logging.getLogger(), worker_id=worker.worker_id)  # the user's records
     signals = {"count": 0}
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
