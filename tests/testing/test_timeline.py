@@ -68,6 +68,7 @@ def test_a_run_as_a_timeline(world: Any, run_cli: Any) -> None:
     assert "▒" in row and "█" in row and "completed in " in row and ", 3 attempts" in row
     assert "◆" in rows["hook  ok-k1"]
     assert "step attempt" in drawn[6] and "back-off" in drawn[6]
+    assert drawn[7] == f"  child {child['name']}: {child['child_run_id']}"
     status, plain, _ = run_cli("--dsn", world.dsn, "--format", "plain", "runs", "show", run_id)
     assert status == 0 and "#" in plain and "x" in plain
     assert all(ord(c) < 128 for c in plain.split("timeline: ", 1)[1].split("\n\n")[0])

@@ -326,6 +326,9 @@ def render(timeline: dict[str, Any], width: int = 100, ascii_only: bool = False)
     lines.append(
         "  " + "  ".join(f"{glyphs[key]} {text}" for key, text in LEGEND if _used(lanes, key))
     )
+    for lane in lanes:  # where to look next: `wfctl runs show CHILD`
+        if lane["kind"] == "child" and lane.get("child_run_id"):
+            lines.append(f"  child {lane['name']}: {lane['child_run_id']}")
     return lines
 
 
@@ -368,8 +371,6 @@ def _note(lane: dict[str, Any]) -> str:
         note += f", {len(attempts)} attempts"
     if lane["kind"] == "hook" and len(lane["marks"]) > 1:
         note += f" x{len(lane['marks'])}"
-    if lane["kind"] == "child" and lane.get("child_run_id"):
-        note += f" {lane['child_run_id']}"
     errors = [s["error"] for s in attempts if s.get("error")]
     if lane["status"] == "failed" and errors:
         note += f": {errors[-1]}"
