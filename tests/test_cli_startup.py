@@ -127,3 +127,11 @@ def test_no_two_cli_modules_import_each_other() -> None:
     edges = {name: _imports(path, name, set(paths)) for name, path in cli.items()}
     pairs = {tuple(sorted((a, b))) for a in edges for b in edges[a] if a in edges.get(b, set())}
     assert not pairs, sorted(pairs)
+
+
+def test_runs_show_imports_neither_opentelemetry_nor_alembic() -> None:
+    """`runs show` (its timeline included) reads and draws: no tracing API (imported by the
+    runtime at its first span question), no migrations, no pydantic."""
+    loaded = _modules("--dsn", "postgresql://nobody@127.0.0.1:9/none", "runs", "show", "wrun_x")
+    assert "wfctl.cli.timeline" in loaded
+    assert not _tops(loaded) & {"opentelemetry", "alembic", "sqlalchemy", "pydantic"}

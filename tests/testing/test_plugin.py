@@ -174,17 +174,20 @@ def test_the_plugin_in_a_users_project(tmp_path: Path, pg_server: Server) -> Non
 
 
 def test_the_testing_guide_runs_as_written(tmp_path: Path, pg_server: Server) -> None:
-    """docs/testing.md's first two examples (a module and its tests), run by pytest in a
-    fresh project with the plugin."""
+    """docs/testing.md's first four examples (a module and its tests, then their
+    continuation: hooks with a timeout, a schedule), run by pytest in a fresh project with
+    the plugin."""
     guide = (ROOT / "docs" / "testing.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", guide, flags=re.S)[:2]
+    blocks = re.findall(r"```python\n(.*?)```", guide, flags=re.S)[:4]
     for block in blocks:
-        target = tmp_path / block.splitlines()[0].removeprefix("# ").strip()
+        first = block.splitlines()[0].removeprefix("# ").strip()
+        target = tmp_path / first.removesuffix(" (continued)")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(block)
+        with target.open("a") as out:
+            out.write(block)
     done = _pytest_in(tmp_path, pg_server, "tests/test_flows.py")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "2 passed" in done.stdout
+    assert "5 passed" in done.stdout
 
 
 def _pytest_in(folder: Path, pg_server: Server, test: str) -> subprocess.CompletedProcess[str]:

@@ -4,6 +4,7 @@ gated run to SIGKILL an in-process driver in the middle of."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from tests.worker.flows import effect, gated_step
@@ -61,3 +62,25 @@ async def gate(key: str, n: int) -> int:
     for _ in range(n):
         await gated_step(key)
     return n
+
+
+# --- user logging (test_observability.py) -------------------------------------------------
+
+log = logging.getLogger("shop.orders")
+
+
+@wf.step(max_retries=2)
+def noisy(key: str) -> str:
+    log.info("charging %s", key)
+    if step_context().attempt == 1:
+        log.warning("provider down for %s", key)
+        raise RetryableError("provider down", retry_after=0.01)
+    return key
+
+
+@wf.workflow
+async def logged(key: str) -> str:
+    log.info("order %s placed", key)  # once, though the retry's drive replays this line
+    out = await noisy(key)
+    log.info("order %s done", key)
+    return out

@@ -5,6 +5,12 @@ for log shippers (Loki, CloudWatch, Datadog) that index fields instead of greppi
 Each record carries `timestamp` (ISO 8601, UTC), `level`, `logger`, `message`, the fields the
 command adds (a worker's `worker_id` and `queue`), and `run_id` when the message names a run.
 Built on python-json-logger. Text (the default) stays the plain lines it always was.
+
+The user's own `logging` (steps, workflows, the libraries they call) goes through the root
+logger: `user_logging` gives it a stderr handler in the same format, at `--log-level` (default
+INFO), unless the user's code configured the root logger itself (then its handlers and level
+stay, and only gain the run's fields). Records logged inside a run carry `run_id`,
+`workflow`, `step`, `step_id` and `attempt` (runtime/context.py: LogContext).
 """
 
 from __future__ import annotations
@@ -38,20 +44,11 @@ class _Fields(logging.Filter):
 
 def json_logger(verbose: int, **fields: Any) -> logging.Logger:
     """The `wfctl` logger writing JSON lines to stderr (DEBUG with -v, else INFO)."""
-    from pythonjsonlogger.json import JsonFormatter
-
     logger = logging.getLogger(LOGGER)
     for old in list(logger.handlers):
         logger.removeHandler(old)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter(
-            "{levelname}{name}{message}",
-            style="{",
-            rename_fields={"levelname": "level", "name": "logger"},
-            timestamp=True,
-        )
-    )
+    handler.setFormatter(_json_formatter())
     handler.addFilter(_Fields(fields))
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
@@ -59,7 +56,73 @@ def json_logger(verbose: int, **fields: Any) -> logging.Logger:
     return logger
 
 
+class _UserText(logging.Formatter):
+    """`LEVEL logger: message [run R workflow W step S attempt N]`: the user's records in
+    text, with the run they were logged in."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"{record.levelname} {record.name}: {record.getMessage()}"
+        run_id = getattr(record, "run_id", None)
+        if run_id:
+            where = f"run {run_id} workflow {getattr(record, 'workflow', '?')}"
+            step = getattr(record, "step", None)
+            if step:
+                where += f" step {step} attempt {getattr(record, 'attempt', '?')}"
+            line += f" [{where}]"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def _json_formatter() -> logging.Formatter:
+    from pythonjsonlogger.json import JsonFormatter
+
+    return JsonFormatter(
+        "{levelname}{name}{message}",
+        style="{",
+        rename_fields={"levelname": "level", "name": "logger"},
+        timestamp=True,
+    )
+
+
+_QUIET = ("alembic", "sqlalchemy")
+
+
+def user_logging(log_format: str, level: str, **fields: Any) -> None:
+    """Route the user's `logging` (root logger) to stderr in `log_format` at `level`, unless
+    the user's code configured the root logger itself; either way its handlers add the run's
+    fields (context.LogContext). In JSON, wfctl's handler adds the command's fixed `fields`
+    too (a worker's `queue`, then its `worker_id`: `add_fields(logging.getLogger(), ...)`).
+    Call after importing the user's module."""
+    from wfctl.errors import UsageError
+    from wfctl.runtime.context import LogContext
+
+    wanted = logging.getLevelName(level.upper())
+    if not isinstance(wanted, int):
+        raise UsageError(f"--log-level: expected DEBUG, INFO, WARNING or ERROR, got {level!r}")
+    root = logging.getLogger()
+    for name in _QUIET:  # wfctl's own machinery (bootstrap's migrations) says nothing at INFO
+        quiet = logging.getLogger(name)
+        if quiet.level == logging.NOTSET:
+            quiet.setLevel(logging.WARNING)
+    if not root.handlers:
+        ours = logging.StreamHandler(sys.stderr)
+        ours.setFormatter(_json_formatter() if log_format == "json" else _UserText())
+        if log_format == "json":
+            ours.addFilter(_Fields(dict(fields)))
+        root.addHandler(ours)
+        root.setLevel(wanted)
+    for handler in root.handlers:
+        if not any(isinstance(f, LogContext) for f in handler.filters):
+            handler.addFilter(LogContext())
+
+
 LOG_FORMAT_HELP = "text (plain lines) or json (one JSON object per line, through logging)."
+LOG_LEVEL_HELP = (
+    "The level of your code's `logging` (root logger; DEBUG, INFO, WARNING, ERROR), unless "
+    "your code configures logging itself. Records logged in a run carry its run id, "
+    "workflow, step and attempt."
+)
 OTEL_HELP = (
     "Export OpenTelemetry spans (a span per drive with the workflow name, one per step "
     "attempt): OTEL_TRACES_EXPORTER otlp (default; OTEL_EXPORTER_OTLP_ENDPOINT) or console."

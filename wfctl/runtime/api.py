@@ -282,6 +282,8 @@ async def start(workflow: WorkflowDef[P, R], *args: P.args, **kwargs: P.kwargs) 
         kwargs=rest or None,
         run_id=options.run_id,
         idempotency_key=options.idempotency_key,
+        traceparent=options.traceparent,
+        tracestate=options.tracestate,
     )
     return RunHandle(created.run_id, workflow, created.status, drive=True)
 

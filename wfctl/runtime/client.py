@@ -35,7 +35,7 @@ import psycopg
 from typing_extensions import ParamSpec, TypeVar
 
 from wfctl import sql
-from wfctl.runtime import serde, values
+from wfctl.runtime import serde, tracing, values
 from wfctl.runtime.errors import (
     ConnectionError,
     DecodeError,
@@ -479,7 +479,12 @@ class Client:
             options, kwargs = workflow.split_options(kwargs)
             name, data, wdef = workflow.name, workflow.encode_input(list(args), kwargs), workflow
         else:
-            options = RunOptions(kwargs.pop("idempotency_key", None), kwargs.pop("queue", None))
+            options = RunOptions(
+                kwargs.pop("idempotency_key", None),
+                kwargs.pop("queue", None),
+                traceparent=kwargs.pop("traceparent", None),
+                tracestate=kwargs.pop("tracestate", None),
+            )
             if kwargs:
                 raise TypeError(
                     f"enqueue({workflow!r}, ...): keyword arguments need the workflow itself"
@@ -500,13 +505,19 @@ class Client:
                     "this database has no worker queue (schema wfctl): `wfctl bootstrap` adds it"
                 )
             self._check_peer(store)
-            created = store.create_run(
-                options.run_id or ids.prefixed("wrun"),
-                name,
-                data,
-                idempotency_key=idempotency_key,
-                queue=queue,
-            )
+            # -- trace context (tracing.enqueue): the carrier goes into executionContext
+            with tracing.enqueue(
+                name, traceparent=options.traceparent, tracestate=options.tracestate, queue=queue
+            ) as traced:
+                created = store.create_run(
+                    options.run_id or ids.prefixed("wrun"),
+                    name,
+                    data,
+                    idempotency_key=idempotency_key,
+                    queue=queue,
+                    trace_carrier=traced.carrier,
+                )
+                traced.created(created.run_id)
             if created.existing and created.status not in TERMINAL:
                 store.enqueue(created.run_id, name, queue)
         handle: SyncRunHandle[Any] = SyncRunHandle(created.run_id, self, wdef)

@@ -614,10 +614,18 @@ class Engine:
             ctx.run(_CURRENT.set, self)
             self._task = self._loop.create_task(self._workflow(*self._args), context=ctx)
 
-    def feed_all(self, events: list[Event]) -> Outcome:
+    def feed_all(
+        self, events: list[Event], *, before_last: Callable[[], None] | None = None
+    ) -> Outcome:
+        """Feed a log read whole. `before_last` is called before its last event: the code
+        that event wakes runs for the first time; what earlier events wake is a replay of
+        what a previous drive ran (the executor's logging context tells them apart)."""
         if self.history is None:
             self.history = events  # patched(): where the log ends and which markers it holds
-        for event in events:
+        last = len(events) - 1
+        for index, event in enumerate(events):
+            if index == last and before_last is not None:
+                before_last()
             self.feed(event)
         return self.outcome()
 

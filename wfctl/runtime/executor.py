@@ -115,11 +115,14 @@ def create(
     idempotency_key: str | None = None,
     conn: psycopg.Connection[Any] | None = None,
     queue: str | None = None,
+    traceparent: str | None = None,
+    tracestate: str | None = None,
 ) -> Created:
     """Start a run: one transaction (run row, slot marker, run_created[, queue row]).
 
     The arguments are bound to the workflow's signature first (`ArgumentsError`, nothing
-    written); an existing `run_id` of the same workflow is returned as it is."""
+    written); an existing `run_id` of the same workflow is returned as it is. The trace
+    context (tracing.enqueue: the current span, else `traceparent`) is stored with the run."""
     own = conn is None
     conn = conn or _default_connection(workflow.registry)
     try:
@@ -130,13 +133,20 @@ def create(
             if existing.name != workflow.name and existing.name not in workflow.aliases:
                 raise ValueError(f"run {run_id} exists and belongs to workflow {existing.name}")
             return Created(run_id, existing.status, existing=True)
-        return store.create_run(
-            run_id,
-            workflow.name,
-            workflow.encode_input(args, kwargs),
-            idempotency_key=idempotency_key,
-            queue=queue,
-        )
+        data = workflow.encode_input(args, kwargs)
+        with tracing.enqueue(
+            workflow.name, traceparent=traceparent, tracestate=tracestate, queue=queue
+        ) as traced:
+            created = store.create_run(
+                run_id,
+                workflow.name,
+                data,
+                idempotency_key=idempotency_key,
+                queue=queue,
+                trace_carrier=traced.carrier,
+            )
+            traced.created(created.run_id)
+        return created
     finally:
         if own:
             conn.close()
@@ -230,7 +240,12 @@ class Executor:
             return Done(run_id, "busy", error="another process is driving this run")
         try:
             deadline = None if timeout is None else time.monotonic() + timeout
-            with tracing.span("wfctl.run.drive", **{"wfctl.run_id": run_id}) as current:
+            parent = None
+            if tracing.enabled():  # continue the trace the run was enqueued in
+                parent = tracing.parent_of(tracing.stored_carrier(self.store.conn, run_id))
+            with tracing.span(
+                "wfctl.run.drive", parent=parent, **{"wfctl.run_id": run_id}
+            ) as current:
                 for _ in range(MAX_REBUILDS):
                     try:
                         done = self._drive(run_id, wait, deadline)
@@ -273,17 +288,33 @@ class Executor:
         self.workflow_name = row.name  # hook: the worker metrics' workflow label
         tracing.annotate("wfctl.workflow", row.name)  # hook: once per drive
         args = serde.loads(row.input) or []
-        engine = eng.Engine(run_id, wdef.entry, list(args))  # entry: typed arguments
-        try:
-            return self._loop(engine, row.status, wait, deadline)
-        finally:
-            engine.close()
+        # The run's context (logs from workflow code, context.LogContext): set before the
+        # engine starts the workflow's task, which copies it.
+        with context.driving(run_id, row.name) as running:
+            engine = eng.Engine(run_id, wdef.entry, list(args))  # entry: typed arguments
+            try:
+                return self._loop(engine, row.status, wait, deadline, running)
+            finally:
+                engine.close()
 
-    def _loop(self, engine: eng.Engine, status: str, wait: bool, deadline: float | None) -> Done:
+    def _loop(
+        self,
+        engine: eng.Engine,
+        status: str,
+        wait: bool,
+        deadline: float | None,
+        running: context.RunContext,
+    ) -> Done:
         run_id = engine.run_id
         self._new_tokens = []
         events = self.store.read_events(run_id)
-        engine.feed_all(events)
+        # The workflow's code re-runs what a previous drive ran (and logged), up to the code
+        # the last event wakes, which runs for the first time.
+        running.replaying = True
+        try:
+            engine.feed_all(events, before_last=running.live)
+        finally:
+            running.replaying = False
         floor = events[-1].id if events else None
         started = status != "pending"
         results: list[_Result] = []
@@ -538,7 +569,9 @@ class Executor:
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
-            ctx = context.StepContext(self.run_id, cmd.correlation_id, cmd.step_name, attempt)
+            ctx = context.StepContext(
+                self.run_id, cmd.correlation_id, cmd.step_name, attempt, self.workflow_name
+            )
             value = context.call(ctx, step.invoke, self._step_args(cmd))
             if inspect.isawaitable(value):
                 raise FatalError(f"step {cmd.step_name} returned an awaitable")
@@ -561,7 +594,9 @@ class Executor:
         try:
             if step is None:
                 raise FatalError(f"step {cmd.step_name} is not registered in this process")
-            ctx = context.StepContext(self.run_id, cmd.correlation_id, cmd.step_name, attempt)
+            ctx = context.StepContext(
+                self.run_id, cmd.correlation_id, cmd.step_name, attempt, self.workflow_name
+            )
             body: Any
             if step.is_async:
                 body = context.call_async(ctx, step.invoke, self._step_args(cmd))

@@ -200,10 +200,14 @@ class RunOptions:
     idempotency_key: str | None = None
     queue: str | None = None
     run_id: str | None = None
+    # W3C trace context to store with the run when no OpenTelemetry span is current
+    # (tracing.enqueue): e.g. the incoming request's `traceparent`/`tracestate` headers.
+    traceparent: str | None = None
+    tracestate: str | None = None
 
 
 NO_OPTIONS = RunOptions()
-OPTION_NAMES = ("idempotency_key", "queue", "run_id")
+OPTION_NAMES = ("idempotency_key", "queue", "run_id", "traceparent", "tracestate")
 
 
 @dataclass
@@ -228,19 +232,25 @@ class WorkflowDef(Generic[P, R]):
         idempotency_key: str | None = None,
         queue: str | None = None,
         run_id: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
     ) -> WorkflowDef[P, R]:
         """This workflow with start options, for `Client.enqueue`, `start` and
         `start_child`: `client.enqueue(checkout.options(idempotency_key=k), order)`. The
-        workflow's own keyword arguments stay its own (a parameter may be called `queue`)."""
+        workflow's own keyword arguments stay its own (a parameter may be called `queue`).
+        `traceparent`/`tracestate`: the W3C trace context the run continues when no
+        OpenTelemetry span is current (docs/deploy.md, Tracing)."""
         bound = copy.copy(self)
-        bound.run_options = RunOptions(idempotency_key, queue, run_id)
+        bound.run_options = RunOptions(
+            idempotency_key, queue, run_id, traceparent=traceparent, tracestate=tracestate
+        )
         return bound
 
     def split_options(self, kwargs: dict[str, Any]) -> tuple[RunOptions, dict[str, Any]]:
         """The start options of a call and the workflow's own keyword arguments. Options
-        come from `options()`; `idempotency_key=`, `queue=` and `run_id=` given as keywords
-        are taken as options too (the form earlier versions took) unless the workflow has a
-        parameter of that name."""
+        come from `options()`; `idempotency_key=`, `queue=`, `run_id=`, `traceparent=` and
+        `tracestate=` given as keywords are taken as options too (the form earlier versions
+        took) unless the workflow has a parameter of that name."""
         legacy = {k: kwargs[k] for k in OPTION_NAMES if k in kwargs and not self._takes(k)}
         if not legacy:
             return self.run_options, kwargs

@@ -44,7 +44,7 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.errors import RefusedError
-from wfctl.runtime import serde
+from wfctl.runtime import serde, tracing
 from wfctl.runtime.engine import UNSTAMPED, Event
 from wfctl.runtime.errors import IdempotencyConflictError
 from wfctl.runtime.wire import Pipeline, Result
@@ -213,15 +213,20 @@ class Store:
         idempotency_key: str | None = None,
         deployment_id: str = DEPLOYMENT_ID,
         queue: str | None = None,
+        trace_carrier: dict[str, str] | None = None,
     ) -> Created:
         """Run row + slot marker (slot era) + run_created at its first position: one tx.
-        With `queue`, the run is also handed to that queue's workers in the same tx."""
+        With `queue`, the run is also handed to that queue's workers in the same tx.
+        `trace_carrier` (tracing.enqueue): kept in executionContext.traceCarrier."""
         attributes = {IDEMPOTENCY_ATTRIBUTE: idempotency_key} if idempotency_key else {}
+        context: dict[str, Any] = {"workflowCoreVersion": "wfctl"}
+        if trace_carrier:
+            context["traceCarrier"] = trace_carrier
         event_data: dict[str, Any] = {
             "deploymentId": deployment_id,
             "workflowName": name,
             "input": input_bytes,
-            "executionContext": {"workflowCoreVersion": "wfctl"},
+            "executionContext": context,
         }
         if attributes:
             event_data["attributes"] = attributes
@@ -734,7 +739,10 @@ class Tx:
         store = self.store
         if not store.queued:
             raise LookupError("child workflows need the worker queue (wfctl bootstrap adds it)")
-        context = {"workflowCoreVersion": "wfctl"}
+        context: dict[str, Any] = {"workflowCoreVersion": "wfctl"}
+        carrier = tracing.current_carrier()  # the parent's drive span, when one is current
+        if carrier is not None:
+            context["traceCarrier"] = carrier
         self._ops.append(
             (
                 "runtime/insert_run",

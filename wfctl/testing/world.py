@@ -19,14 +19,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
+from typing_extensions import ParamSpec, TypeVar
 
-from wfctl.runtime import children, serde
+from wfctl.runtime import children
 from wfctl.runtime import executor as ex
 from wfctl.runtime.registry import WorkflowDef, Workflows, parse_duration
 from wfctl.runtime.replay import NondeterminismError, ReplayResult, replay_one
+from wfctl.runtime.schedule import tick_run_id
 from wfctl.runtime.store import TERMINAL, Store
 
 CLOCK_SCHEMA = "wfctl_testclock"
@@ -41,6 +43,8 @@ CREATE FUNCTION {CLOCK_SCHEMA}.now() RETURNS timestamptz LANGUAGE sql STABLE
     AS $$ SELECT pg_catalog.now() + shift FROM {CLOCK_SCHEMA}.clock $$;
 """
 _MAX_DRIVES = 10_000
+P = ParamSpec("P", default=...)
+R = TypeVar("R", default=Any)
 
 
 class RunFailed(AssertionError):
@@ -157,24 +161,22 @@ class World:
 
     # -- runs --
 
-    def start(
-        self,
-        workflow: WorkflowDef,
-        *args: Any,
-        run_id: str | None = None,
-        idempotency_key: str | None = None,
-        **kwargs: Any,
-    ) -> str:
-        """Create a run (not driven yet); its id."""
+    def start(self, workflow: WorkflowDef[P, R], *args: P.args, **kwargs: P.kwargs) -> str:
+        """Create a run (not driven yet); its id. Options as for `start()`:
+        `world.start(flow.options(run_id=..., idempotency_key=...), *args)`, or those
+        keywords when the workflow has no parameter of that name."""
         self.use(workflow)
+        options, rest = workflow.split_options(dict(kwargs))
         with self.connect() as conn:
             created = ex.create(
                 workflow,
                 list(args),
-                kwargs=kwargs or None,
-                run_id=run_id,
-                idempotency_key=idempotency_key,
+                kwargs=rest or None,
+                run_id=options.run_id,
+                idempotency_key=options.idempotency_key,
                 conn=conn,
+                traceparent=options.traceparent,
+                tracestate=options.tracestate,
             )
         return created.run_id
 
@@ -191,9 +193,11 @@ class World:
                 executor.close()
 
     def finish(self, run_id: str) -> Any:
-        """Drive the run to its end, advancing the clock through sleeps and retry delays;
-        its output (decoded to the workflow's return annotation). Raises `RunFailed` or
-        `RunBlocked` (a hook nothing resumes)."""
+        """Drive the run to its end, advancing the clock through sleeps, retry delays and
+        hook timeouts (`hook.wait(timeout=...)`: a run parked on such a hook times out
+        here); its output (decoded to the workflow's return annotation). Raises `RunFailed`,
+        or `RunBlocked` when the run waits on a hook without a timeout that nothing has
+        resumed (resume it with `world.resume_hook`, then call `finish` again)."""
         for _ in range(_MAX_DRIVES):
             done = self.drive(run_id)
             if done.status in TERMINAL:
@@ -209,16 +213,77 @@ class World:
             self.clock.advance_to(done.next_due)
         raise RuntimeError(f"run {run_id}: not finished after {_MAX_DRIVES} drives")
 
-    def _finish_children(self, run_id: str) -> bool:
-        """Drive the children `run_id` waits for to their ends (start_child: workers would
-        run them); whether any end was delivered, so the parent can go on."""
+    def run_until(self, run_id: str, when: datetime | str | float | timedelta) -> ex.Done:
+        """Move the clock to `when` (an aware datetime, or a duration from now) with the run
+        following it: every sleep, retry delay and hook timeout due by then fires in order
+        and the run is driven after each, its children too; the clock ends at `when`.
+        Where the run stands (`.status`; `.next_due`: its next timer, if any). For a
+        hook-or-timeout path: `run_until(run_id, "1h")`, then `resume_hook` or not."""
+        target = when if isinstance(when, datetime) else self.clock.now() + parse_duration(when)
+        if target.tzinfo is None:
+            raise ValueError("run_until: an aware datetime (or a duration), not a naive one")
+        done = self.drive(run_id)
+        for _ in range(_MAX_DRIVES):
+            if done.status in TERMINAL or done.status == "busy":
+                break
+            if done.next_due is None or done.next_due > target:
+                if not self._finish_children(run_id, until=target):
+                    break
+            else:
+                self.clock.advance_to(done.next_due)
+            done = self.drive(run_id)
+        self.clock.advance_to(target)
+        return done
+
+    def time_out_hook(self, run_id: str, token: str | None = None) -> ex.Done:
+        """Let the run's hook wait time out (`await hook.wait(timeout=...)` in the
+        workflow): the run is driven to its hook, the clock moves to its next timer (the
+        hook's deadline when the run waits on nothing else) and the run is driven again, so
+        the workflow meets `HookTimeoutError`; where it stands then. `token`: the hook it
+        must be waiting on (`LookupError` if it is not). `RunBlocked` when the run waits
+        without a timer (a hook awaited without a timeout)."""
+        done = self.drive(run_id)
+        if done.status in TERMINAL or done.status == "busy":
+            return done
+        tokens = self._tokens(run_id)
+        if token is not None and token not in tokens:
+            raise LookupError(f"run {run_id} holds no hook {token!r} (its hooks: {tokens})")
+        if done.next_due is None:
+            raise RunBlocked(run_id, tokens)
+        self.clock.advance_to(done.next_due)
+        return self.drive(run_id)
+
+    def tick(self, workflow: WorkflowDef, at: datetime | None = None) -> str:
+        """Fire a scheduled workflow's tick (`@wf.workflow(schedule=...)`) as a worker's
+        scheduler does: the run of the latest tick at or before `at` (aware; default the
+        clock's now), with the id every worker would give it, so a second call for the same
+        tick returns the same run. Created, not driven: `world.finish(run_id)`."""
+        plan = workflow.schedule
+        if plan is None:
+            raise ValueError(f"workflow {workflow.name} has no schedule")
+        moment = self.clock.now() if at is None else at
+        if moment.tzinfo is None:
+            raise ValueError("tick: an aware datetime, not a naive one")
+        tick = plan.ticks_back(moment)[-1]
+        self.use(workflow)
+        run_id = tick_run_id(workflow.name, tick)
+        with self.connect() as conn:
+            created = ex.create(workflow, plan.args(workflow.fn, tick), run_id=run_id, conn=conn)
+        return created.run_id
+
+    def _finish_children(self, run_id: str, until: datetime | None = None) -> bool:
+        """Drive the children `run_id` waits for (start_child: workers would run them), to
+        their ends or up to `until`; whether any end was delivered, so the parent can go on."""
         with self.connect() as conn:
             store = Store(conn)
             waiting = children.waiting_for(store, run_id)
         moved = False
         for child in waiting:
             with contextlib.suppress(RunFailed):  # the parent gets ChildWorkflowError
-                self.finish(child)
+                if until is None:
+                    self.finish(child)
+                else:
+                    self.run_until(child, until)
             with self.connect() as conn:  # delivered by the child's driver; or by the sweep
                 store = Store(conn)
                 row = store.read_run(child)
@@ -227,15 +292,21 @@ class World:
                     moved = True
         return moved
 
-    def run_to_end(self, workflow: WorkflowDef, *args: Any, **kwargs: Any) -> Any:
-        """Start a run of `workflow` and drive it to its end (see `finish`)."""
-        return self.finish(self.start(workflow, *args, **kwargs))
+    def run_to_end(self, workflow: WorkflowDef[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Start a run of `workflow` and drive it to its end (see `finish`); its output,
+        typed as the workflow's return annotation."""
+        return cast(R, self.finish(self.start(workflow, *args, **kwargs)))
 
-    def resume_hook(self, token: str, payload: Any) -> str:
-        """Deliver a hook payload (as `wfctl hooks resume`); the run's id."""
-        with self.connect() as conn:
-            run_id, _ = Store(conn).resume_hook(token, serde.dumps(payload, "a hook payload"))
-        return run_id
+    def resume_hook(
+        self, token: str, payload: Any = None, *, keep: str | float | timedelta | bool | None = True
+    ) -> str | None:
+        """Deliver a hook payload as `Client.resume_hook` does (a typed hook validates it:
+        `DecodeError`, nothing written; a token no hook holds yet: the delivery is kept for
+        the hook, None returned); the run's id."""
+        from wfctl.runtime.client import Client
+
+        with Client(connect=self.connect, allow_node_peer=True) as client:
+            return client.resume_hook(token, payload, keep=keep)
 
     def status(self, run_id: str) -> str | None:
         with self.connect() as conn:
@@ -410,7 +481,7 @@ def current_world() -> World:
     return _current[-1]
 
 
-def run_to_end(workflow: WorkflowDef, *args: Any, **kwargs: Any) -> Any:
+def run_to_end(workflow: WorkflowDef[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """`world.run_to_end` on the active test world (the `world` fixture)."""
     return current_world().run_to_end(workflow, *args, **kwargs)
 

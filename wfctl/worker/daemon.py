@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from wfctl.runtime import children
+from wfctl.runtime import children, tracing
 from wfctl.runtime.executor import Executor
 from wfctl.runtime.registry import Workflows
 from wfctl.runtime.store import TERMINAL, Store
@@ -128,6 +128,7 @@ class Worker:
         cfg = self.config
         with self.connect() as conn:
             self._register(conn)
+        tracing.enabled()  # imports OpenTelemetry (if installed) now, not in the first step
         # Everything imported so far (the workflows' modules, psycopg, wfctl: ~90k objects)
         # lives as long as the process: keep it out of the cyclic GC, whose full passes over
         # it took 35-95 ms, a pause that lands on whichever wake-up or step runs then.

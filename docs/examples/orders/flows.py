@@ -1,7 +1,8 @@
 """The order workflows: run them with `wfctl worker docs/examples/orders/flows.py`.
 
 - `place_order(order: Order) -> Receipt`: reserve stock, wait for a manager's approval when
-  the order is large (a hook the web side resumes through `Client.resume_hook`), charge the
+  the order is large (a hook the web side resumes through `Client.resume_hook`; no decision
+  within three days rejects the order: `hook.wait(timeout=...)`), charge the
   card once (an idempotency key from `step_context()`, so a retried or re-run charge is not
   charged twice), ship it as a child workflow, and undo the reservation if it is rejected.
 - `ship(order_id, address)`: the child: print a label, wait two days for the carrier (a
@@ -16,6 +17,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from wfctl.runtime import (
+    HookTimeoutError,
     RetryableError,
     Workflows,
     create_hook,
@@ -26,6 +28,8 @@ from wfctl.runtime import (
 
 wf = Workflows()
 APPROVAL_LIMIT = Decimal("500")
+APPROVAL_WINDOW = "3d"  # a manager decides within three days, or the order is rejected
+NO_DECISION = "nobody (no decision in 3 days)"
 
 
 @dataclass
@@ -142,7 +146,11 @@ async def place_order(order: Order) -> Receipt:
     await reserve_stock(order)
     approved_by = None
     if order.total > APPROVAL_LIMIT:
-        decision = await create_hook(token=f"approve-{order.id}", payload_type=Decision)
+        approval = create_hook(token=f"approve-{order.id}", payload_type=Decision)
+        try:
+            decision = await approval.wait(timeout=APPROVAL_WINDOW)
+        except HookTimeoutError:  # nobody decided in time: the order is not approved
+            decision = Decision(approved=False, by=NO_DECISION)
         if not decision.approved:
             await release_stock(order)
             return Receipt(order.id, "rejected", order.total, approved_by=decision.by)

@@ -1,19 +1,18 @@
-"""The order service's tests, on `wfctl.testing`: a real PostgreSQL world per test, a fake clock
-(the child's two-day sleep and the charge's retry delay pass at once), every finished run
-replayed against the code at teardown."""
+"""The order service's tests, on `wfctl.testing`'s public API: a real PostgreSQL world per test,
+a fake clock (the child's two-day sleep, the charge's retry delay and the approval's
+three-day window pass at once), a scheduled tick fired, every finished run replayed against
+the code at teardown."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from threading import Event
 
 import pytest
 
 from wfctl.runtime import Client, RunFailedError
-from wfctl.testing import RunBlocked, World
-from wfctl.worker.scheduler import Scheduler
+from wfctl.testing import World
 
 from . import flows, service
 from .flows import Line, Order, Receipt
@@ -56,10 +55,8 @@ def test_a_small_order_ships_after_the_carrier_waits_two_days(world: World) -> N
 def test_a_large_order_waits_for_approval_through_the_client(world: World, client: Client) -> None:
     run_id = service.place(client, large())
     assert service.place(client, large()) == run_id  # idempotent per order
-    assert world.drive(run_id).status == "running"  # parked on approve-o-2
+    assert world.run_until(run_id, "1d").status == "running"  # parked on approve-o-2
     assert client.get(run_id).status == "running"
-    with pytest.raises(RunBlocked):
-        world.finish(run_id)
     assert service.approve(client, "o-2", by="cleo") == run_id
     receipt = world.finish(run_id)  # the child `ship` is driven too
     assert receipt.status == "shipped" and receipt.approved_by == "cleo"
@@ -105,26 +102,18 @@ def test_a_child_failure_reaches_the_parent(world: World, monkeypatch: pytest.Mo
 
 
 def test_the_hourly_digest_runs_once_per_hour(world: World) -> None:
-    world.use(flows.wf)
-    world.clock.advance_to(datetime(2030, 5, 6, 9, 30, tzinfo=UTC))
-    stop = Event()
-
-    def worker() -> Scheduler:
-        return Scheduler(flows.wf, world.connect, "default", stop, clock=world.clock.now)
-
-    a, b = worker(), worker()
-    with world.connect() as conn:
-        from wfctl.runtime.store import Store
-
-        store = Store(conn)
-        a.look(store)
-        assert a.started == []  # a new schedule starts with the next tick
-        world.clock.advance_to(datetime(2030, 5, 6, 10, 0, 2, tzinfo=UTC))
-        a.look(store)
-        b.since = {name: datetime(2030, 5, 6, 9, 30, tzinfo=UTC) for name in b.since}
-        b.look(store)  # a second worker on the same tick makes no second run
-    assert [tick for _, tick, _ in a.started] == [datetime(2030, 5, 6, 10, 0, tzinfo=UTC)]
-    assert b.started == []
-    ((_, _, run_id),) = a.started
+    world.clock.advance_to(datetime(2030, 5, 6, 10, 0, 2, tzinfo=UTC))
+    run_id = world.tick(flows.hourly_digest)  # the 10:00 tick, as a worker's scheduler starts it
+    assert world.tick(flows.hourly_digest) == run_id  # a second worker makes no second run
     assert world.finish(run_id) == "digest 2030-05-06 10:00"
     assert flows.digests == ["digest 2030-05-06 10:00"]
+
+
+def test_an_approval_that_never_comes_times_out(world: World, client: Client) -> None:
+    run_id = service.place(client, large())
+    world.run_until(run_id, "1d")  # a day later: still waiting for the manager
+    assert world.status(run_id) == "running" and flows.stock == {"bike": 1}
+    world.time_out_hook(run_id, "approve-o-2")  # the third day passes without a decision
+    receipt = world.finish(run_id)
+    assert receipt.status == "rejected" and receipt.approved_by == flows.NO_DECISION
+    assert flows.stock == {"bike": 0} and flows.payments.calls == 0

@@ -313,6 +313,10 @@ def run_command(
         str,
         typer.Option("--log-format", envvar="WFCTL_LOG_FORMAT", help=logs.LOG_FORMAT_HELP),
     ] = "text",
+    log_level: Annotated[
+        str,
+        typer.Option("--log-level", envvar="WFCTL_LOG_LEVEL", help=logs.LOG_LEVEL_HELP),
+    ] = "INFO",
     otel: Annotated[bool, typer.Option("--otel", help=logs.OTEL_HELP)] = False,
 ) -> None:
     """Start a durable workflow run and drive it in this process.
@@ -342,7 +346,7 @@ def run_command(
     flush_spans = logs.setup(st, log_format, otel)
     try:
         _run(st, target, args_json, run_id, idempotency_key, detach, queue, lease, wait, timeout,
-             allow_node_peer)  # fmt: skip
+             allow_node_peer, log_format, log_level)  # fmt: skip
     finally:
         flush_spans()
 
@@ -359,6 +363,8 @@ def _run(
     wait: bool,
     timeout: str | None,
     allow_node_peer: bool,
+    log_format: str = "text",
+    log_level: str = "INFO",
 ) -> None:
     if detach and wait:
         raise UsageError("--detach and --wait exclude each other")
@@ -367,6 +373,7 @@ def _run(
     limit = parse_duration(timeout).total_seconds() if timeout else None
     lease_s = max(0.3, parse_duration(lease, "--lease").total_seconds())
     wdef = load_target(target)
+    logs.user_logging(log_format, log_level)  # after the user's module configured its own
     args, kwargs = parse_args(args_json)
     if args_json is not None or run_id is None:
         # Before connecting: a run is never created with arguments its workflow cannot take

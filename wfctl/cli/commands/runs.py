@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import shlex
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import psycopg
 import typer
 
 from wfctl import sql
-from wfctl.cli import complete
+from wfctl.cli import complete, timeline
 from wfctl.cli.actions import (
     Batch,
     DryRun,
@@ -157,10 +157,15 @@ def show_run(
     ctx: typer.Context,
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", autocompletion=complete.run_ids)],
 ) -> None:
-    """Show one run: its row, steps, waits, hooks and events, payloads decoded.
+    """Show one run: its row, a timeline, steps, waits, hooks and events, payloads decoded.
+
+    The timeline draws the run on a time axis from its event log: each step's attempts and
+    the back-off between them, sleeps, hook waits and the payloads' arrivals, child runs.
+    `--format json` gives the same data under `timeline` (docs/cli.md has its shape).
 
     [bold]Examples[/bold]
       wfctl runs show wrun_01J...
+      wfctl --format json runs show wrun_01J... | jq '.timeline.lanes[].status'
       wfctl --format json runs show wrun_01J... | jq '.events[].type'
     """
     st = state(ctx)
@@ -201,6 +206,7 @@ def show_run(
         ],
         "waits": [{"wait_id": w[0], "status": w[1], "resume_at": timestamp(w[2])} for w in waits],
         "hooks": [{"hook_id": h[0], "token": h[1]} for h in hooks],
+        "timeline": timeline.build(events, datetime.now(UTC)),
         "events": [
             {
                 "id": e.id,
@@ -224,6 +230,7 @@ def show_run(
         lines.append(f"output:    {as_json(report['output'])}")
     if run.error is not None:
         lines.append(f"error:     {run.error_code or '-'} {as_json(report['error'])}")
+    lines += ["", *timeline.render(report["timeline"], st.output.width, fmt is Format.PLAIN), ""]
     st.output.data("\n".join(lines))
     if report["steps"]:
         st.output.table(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -92,6 +93,10 @@ def worker_command(
         str,
         typer.Option("--log-format", envvar="WFCTL_LOG_FORMAT", help=logs.LOG_FORMAT_HELP),
     ] = "text",
+    log_level: Annotated[
+        str,
+        typer.Option("--log-level", envvar="WFCTL_LOG_LEVEL", help=logs.LOG_LEVEL_HELP),
+    ] = "INFO",
     otel: Annotated[bool, typer.Option("--otel", help=logs.OTEL_HELP)] = False,
 ) -> None:
     """Run workflows from the queue, or (`status`) show workers and queues.
@@ -131,6 +136,8 @@ def worker_command(
     registry = load_registry(target)
     if not registry.workflows:
         raise UsageError(f"{target} defines no workflows")
+    # after the user's module configured its own logging, if it does
+    logs.user_logging(log_format, log_level, queue=queue)
     config = WorkerConfig(
         queue=queue,
         concurrency=concurrency,
@@ -163,6 +170,7 @@ def worker_command(
         metrics=metrics,
     )
     logs.add_fields(st.output.logger, worker_id=worker.worker_id)
+    logs.add_fields(logging.getLogger(), worker_id=worker.worker_id)  # the user's records
     signals = {"count": 0}
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
