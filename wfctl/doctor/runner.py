@@ -196,7 +196,7 @@ def run(
     era = sql_era(world)
     with _joined(conn, helpers):
         for session in sessions:
-            session.execute(sql.load("doctor/session_settings"), options.settings())
+            session.execute(sql.load("doctor/session_settings"), _settings(options, world))
         if not helpers:
             for check in checks:
                 if on_check:
@@ -210,6 +210,12 @@ def run(
             )
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _settings(options: DoctorOptions, world: World) -> dict[str, Any]:
+    """The transaction's settings: the options', and PostgreSQL's guard against filtered reads
+    (`row_security = off`) wherever no RLS applies to the role (World.guard)."""
+    return {**options.settings(), "row_security": "on" if world.rls_active else "off"}
 
 
 @contextlib.contextmanager
@@ -374,11 +380,18 @@ def _missing_needs(check: Check, world: World) -> str:
 
 
 def _unreadable(check: Check, world: World) -> str:
-    """Why this check would read a queue this role cannot see (UNKNOWN, never a guess)."""
+    """Why this check would read rows this role cannot see (UNKNOWN, never a guess): a queue
+    check where graphile's tables are hidden, any check whose SQL names a hidden table."""
     if Needs.QUEUE in check.needs and world.queue_unreadable:
         return (
             f"cannot read the queue: {world.queue_unreadable} (docs/cli.md, 'Roles': a policy "
             "for the doctor role, or run as the queue's owner)"
+        )
+    hidden = world.hidden_in(sql.load(check.sql_name(sql_era(world)))) if world.hidden else []
+    if hidden:
+        return (
+            f"cannot see every row it reads: {'; '.join(hidden)} (docs/cli.md, 'Roles': "
+            "BYPASSRLS, or a policy USING (true) for this role)"
         )
     return ""
 

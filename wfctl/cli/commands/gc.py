@@ -77,10 +77,11 @@ def gc_command(
             with read_only(conn):
                 world = model.inspect(conn, with_drift=False)
             world.require_known()
+            world.require_visible("collect garbage")
             if not apply:
                 report = gc.plan(conn, world, options)
             else:
-                world.require_primary("collect garbage")
+                world.require_writable("collect garbage")
                 report = _apply(st.output, conn, world, options, reason_text, yes)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "collecting garbage") from None

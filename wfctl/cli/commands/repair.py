@@ -161,19 +161,14 @@ def repair(
             with read_only(conn):
                 world = model.inspect(conn, with_drift=False)
                 world.require_known()
+                world.require_visible("apply repairs" if apply else "plan repairs")
                 if options.run_ids:
                     missing_runs.require_runs(conn, options.run_ids)
             if unlock is not None and not world.has_graphile:
                 raise UsageError("--unlock-older-than: graphile_worker is not installed here")
-            if unlock is not None and world.queue_unreadable:
-                raise RefusedError(
-                    f"--unlock-older-than: cannot see the queue's locks: {world.queue_unreadable}",
-                    hint="run as the queue's owner or a role with a policy (docs/cli.md, 'Roles');"
-                    " nothing was written",
-                )
             created = False
             if apply:
-                world.require_primary("apply repairs")
+                world.require_writable("apply repairs")
                 if not yes:
                     _confirm_plan(st.output, conn, world, options, unlock)
                 created = _audit_schema(st.output, conn)
