@@ -24,13 +24,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import groupby
 from typing import Any
 
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
@@ -41,9 +42,16 @@ from wfctl.doctor import registry as checks_registry
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
 from wfctl.durations import format_duration
-from wfctl.errors import ExitStatus, RefusedError
-from wfctl.repair import registry, slotlog, verdict, wf135
+from wfctl.errors import RefusedError
+from wfctl.repair import registry, slotlog, wf135
 from wfctl.repair.base import Action, Context, Refused, Repair, Superseded, for_release
+from wfctl.repair.verdict import (
+    Item,
+    RepairReport,
+    counts,
+    interrupted,
+    settle,
+)
 from wfctl.world import ids, queue_locks
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
@@ -66,101 +74,6 @@ class RepairOptions:
         return f"{self.job_prefix}flows"
 
 
-@dataclass
-class Item:
-    """One finding and what happened to it."""
-
-    finding: Finding
-    outcome: str  # planned | applied | refused | skipped
-    reason: str = ""
-    actions: list[str] = field(default_factory=list)
-    event_ids: list[str] = field(default_factory=list)
-    audit_id: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.finding.code,
-            "run_id": self.finding.run_id,
-            "entity_id": self.finding.entity_id,
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "actions": self.actions,
-            "event_ids": self.event_ids,
-            "audit_id": self.audit_id,
-        }
-
-
-@dataclass
-class RepairReport:
-    applied: bool
-    items: list[Item] = field(default_factory=list)
-    before: dict[str, int] = field(default_factory=dict)
-    after: dict[str, int] = field(default_factory=dict)
-    # Wall time of each run's transaction, lock_run to commit: how long locks were held.
-    lock_hold_ms: list[float] = field(default_factory=list)
-    # After an apply: the exit status of doctor in the same scope, run right after (`after`
-    # holds its counts); None for a dry run, or when interrupted before it could run.
-    after_exit: int | None = None
-    rounds: int = 0  # detect-and-repair rounds of the apply (see verdict.converge)
-    unfinished: str = ""  # what the apply could not finish within its rounds, in words
-    interrupted: bool = False  # stopped by SIGINT/SIGTERM: runs not started were left alone
-    # Where the signal landed (INTERRUPTED_DURING); None when not interrupted.
-    interrupted_during: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Nothing refused and, after an apply, doctor in the same scope finds nothing."""
-        return self.exit_status == ExitStatus.OK
-
-    @property
-    def exit_status(self) -> ExitStatus:
-        """What `doctor` in the same scope would exit right after (0 none, 1 warnings only,
-        2 critical, 3 a check could not run), and at least 2 when any finding was refused
-        (dry run: when the plan refuses any); 130 after a signal."""
-        return verdict.exit_status(self)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "applied": self.applied,
-            "ok": self.ok,
-            "exit_code": int(self.exit_status),
-            "interrupted": self.interrupted,
-            "interrupted_during": self.interrupted_during,
-            "rounds": self.rounds,
-            "unfinished": self.unfinished,
-            "items": [i.as_dict() for i in self.items],
-            "before": self.before,
-            "after": self.after,
-            "transactions": len(self.lock_hold_ms),
-            "lock_hold_ms": _quantiles(self.lock_hold_ms),
-        }
-
-
-# Where a signal can land, in order: doctor's read-only pass (first, or after a round that
-# wrote something), the dry run's read-only plan of each run, the release of stale queue locks
-# (each its own committed transaction), the runs' repair transactions.
-INTERRUPTED_DURING = ("detection", "plan", "unlock", "repair")
-
-
-def interrupted(report: RepairReport, during: str) -> RepairReport:
-    """Mark `report` stopped by a signal `during` a phase (INTERRUPTED_DURING); its items are
-    what was committed (or planned) before the signal."""
-    report.interrupted, report.interrupted_during = True, during
-    return report
-
-
-def _quantiles(values: list[float]) -> dict[str, float]:
-    """p50 / p99 / max of the per-run transaction times (nearest rank)."""
-    if not values:
-        return {}
-    ordered = sorted(values)
-
-    def rank(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
-
-    return {"p50": rank(0.5), "p99": rank(0.99), "max": round(ordered[-1], 3)}
-
-
 def detect(conn: psycopg.Connection[Any], world: World, options: RepairOptions) -> list[Finding]:
     """Doctor's findings for the repairable (or reportable) codes, in repair order."""
     return ordered(diagnose(conn, world, options))
@@ -178,6 +91,9 @@ def diagnose(conn: psycopg.Connection[Any], world: World, options: RepairOptions
         limit=options.limit,
         job_prefix=options.job_prefix,
     )
+    if conn.info.transaction_status != TransactionStatus.IDLE:  # inside the rehearsal: it
+        with conn.transaction():  # must see its own writes, and may not turn read-only
+            return doctor.run(conn, world, checks, opts)
     with read_only(conn):
         return doctor.run(conn, world, checks, opts)
 
@@ -187,14 +103,6 @@ def ordered(report: doctor.Report) -> list[Finding]:
     order = {r.code: n for n, r in enumerate(registry.ORDER)}
     found = [f for f in report.findings() if f.run_id is not None or f.code in registry.REPORT_ONLY]
     return sorted(found, key=lambda f: (f.run_id or "", order.get(f.code, 99)))
-
-
-def counts(findings: list[Finding]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for f in findings:
-        if not f.in_flight:
-            out[f.code] = out.get(f.code, 0) + 1
-    return out
 
 
 def repair(
@@ -207,23 +115,119 @@ def repair(
     connect: Callable[[], psycopg.Connection[Any]] | None = None,
     unlock: wf135.Unlock | None = None,
 ) -> RepairReport:
-    """Plan (dry run) or apply repairs for every finding; see the module docstring.
+    """Apply repairs for every finding, or rehearse the apply (the dry run); see the module
+    docstring.
+
+    The dry run is the apply itself, run in one transaction that is rolled back: the same
+    rounds, guards, released locks and writes, so it shows exactly what the apply will write
+    and exits as it will (what it cannot show: a session that writes between the two). It
+    takes the apply's row locks while it runs; it writes no audit row. On a read-only standby,
+    where no write can even be tried, it plans read-only (`RepairReport.read_only_plan`).
 
     `connect` opens more sessions for parallel applies (`options.workers`); without it,
     everything runs on `conn`. `unlock` first lists (dry run) or releases the dead workers'
     locks it selects (WF135), so the repairs of those runs are no longer refused.
     """
-    if not apply:
-        report = RepairReport(applied=False)
-        try:
+    if apply:
+        return converge(conn, world, options, reason=reason, connect=connect, unlock=unlock)
+    if world.standby:
+        return _read_only_plan(conn, world, options, unlock)
+    try:
+        with conn.transaction(force_rollback=True):
+            conn.execute(sql.load("repair/rehearsal_name"), {"name": REHEARSAL})
+            report = converge(conn, world, options, reason=reason, unlock=unlock, rehearse=True)
+    except KeyboardInterrupt:  # the rehearsal rolled back: nothing written, nothing to show
+        return interrupted(RepairReport(applied=False), "plan")
+    for item in report.items:
+        if item.outcome == "applied":
+            item.outcome, item.event_ids, item.audit_id = "planned", [], None
+    if report.interrupted:
+        report.interrupted_during = "plan"
+    return report
+
+
+def _read_only_plan(
+    conn: psycopg.Connection[Any],
+    world: World,
+    options: RepairOptions,
+    unlock: wf135.Unlock | None,
+) -> RepairReport:
+    """The dry run where nothing can be rehearsed (a standby): each run planned in a READ
+    ONLY transaction with the apply's guards and decisions (`_plan_run`), one round."""
+    report = RepairReport(applied=False, read_only_plan="the server is a read-only standby")
+    try:
+        detected = diagnose(conn, world, options)
+    except KeyboardInterrupt:  # psycopg cancelled the query; the read-only transaction
+        return interrupted(report, "detection")  # rolled back: nothing to undo
+    report.rounds = 1
+    _round(conn, world, options, report, detected, apply=False, unlock=unlock)
+    return report
+
+
+# Rounds of one apply. Each round after the first needs a finding no earlier round saw that a
+# repair of the previous round uncovered; chains are short (release -> WF132, heal -> WF133).
+MAX_ROUNDS = 4
+
+
+def converge(
+    conn: psycopg.Connection[Any],
+    world: World,
+    options: RepairOptions,
+    *,
+    reason: str,
+    connect: Callable[[], psycopg.Connection[Any]] | None = None,
+    unlock: wf135.Unlock | None = None,
+    rehearse: bool = False,
+) -> RepairReport:
+    """Apply in rounds until doctor finds nothing new to attempt, then give doctor's verdict
+    (verdict.settle). Each round repairs what doctor found and no round attempted yet; then
+    doctor runs again in the repair's scope. A step can uncover findings the previous
+    detection could not see: a released dead worker's lock turns its run's duplicate recovery
+    jobs into a WF132 (the check skips locked jobs), a healed wait can leave a run with no
+    wake-up (WF133). So while a round applied something and the new detection holds findings
+    no round attempted, another round runs, up to MAX_ROUNDS; what is then left is said in
+    `unfinished`.
+
+    A signal during a detection (the first, or one after a round) ends the apply there: the
+    report lists what earlier rounds wrote, `interrupted_during` is "detection", and no
+    verdict is given; one during a round is handled by the round."""
+    report = RepairReport(applied=not rehearse)
+    stop = threading.Event()
+    attempted: set[tuple[str, str | None, str | None]] = set()
+    try:
+        detected = diagnose(conn, world, options)
+        while True:
+            report.rounds += 1
+            items = _round(
+                conn, world, options, report, detected, apply=True, reason=reason,
+                connect=None if rehearse else connect, unlock=unlock, attempted=attempted,
+                stop=stop, rehearse=rehearse,
+            )  # fmt: skip
+            if report.interrupted:
+                return report  # what was written is in the items; no verdict after a signal
+            if not any(i.outcome == "applied" for i in items):
+                break  # nothing written: the detection this round acted on is still doctor's
             detected = diagnose(conn, world, options)
-        except KeyboardInterrupt:  # psycopg cancelled the query; the read-only transaction
-            return interrupted(report, "detection")  # rolled back: nothing to undo
-        _round(conn, world, options, report, detected, apply=False, unlock=unlock)
-        return report
-    return verdict.converge(
-        conn, world, options, reason=reason, connect=connect, unlock=unlock, one_round=_round
-    )
+            new = _unattempted(detected, attempted)
+            if not new:
+                break
+            if report.rounds == MAX_ROUNDS:
+                report.unfinished = (
+                    f"{len(new)} finding(s) uncovered by the last of {MAX_ROUNDS} rounds were "
+                    f"not attempted ({', '.join(sorted({code for code, _, _ in new}))}): run "
+                    "the apply again"
+                )
+                break
+    except KeyboardInterrupt:  # psycopg cancelled doctor's query; its read-only transaction
+        return interrupted(report, "detection")  # rolled back: nothing of this pass written
+    return settle(report, detected)
+
+
+def _unattempted(
+    detected: doctor.Report, attempted: set[tuple[str, str | None, str | None]]
+) -> list[tuple[str, str | None, str | None]]:
+    """Actionable findings (not in flight) no round has attempted yet."""
+    return [key for f in ordered(detected) if not f.in_flight and (key := _key(f)) not in attempted]
 
 
 def _round(
@@ -239,10 +243,12 @@ def _round(
     unlock: wf135.Unlock | None = None,
     attempted: set[tuple[str, str | None, str | None]] | None = None,
     stop: threading.Event | None = None,
+    rehearse: bool = False,
 ) -> list[Item]:
     """One detect-and-repair pass over `detected`: the stale locks `unlock` selects, then each
     run's findings not in `attempted` (the keys are added). Items are appended to `report`
-    (and returned); a dry run plans instead of writing.
+    (and returned); a read-only plan (`apply` False) plans instead of writing; a rehearsal
+    writes as the apply does, without audit rows, in the caller's transaction.
 
     A signal (KeyboardInterrupt) ends the round with `report` marked interrupted and where:
     while reading (detection, plan) at once; while writing (unlock, repair) the transaction in
@@ -303,8 +309,9 @@ def _round(
         started = time.perf_counter()
         stale = _Stale(unlock, with_run.get(run_id, [])) if unlock is not None else None
         items = _apply_run(
-            session, world, writer, options, run_id, todo, reason, locked_jobs, stale
-        )
+            session, world, writer, options, run_id, todo, reason, locked_jobs, stale,
+            rehearse=rehearse,
+        )  # fmt: skip
         with lock:
             report.items.extend(items)
             report.lock_hold_ms.append((time.perf_counter() - started) * 1000)
@@ -317,7 +324,11 @@ def _round(
         with _stop_on_signal(stop):
             # Each lock released alone commits on its own: listed as it commits, in front of
             # this round's other items; no release starts after the signal.
-            releases = wf135.release(conn, alone, unlock, reason) if unlock else iter(())
+            releases = (
+                wf135.release(conn, alone, unlock, reason, audit=not rehearse)
+                if unlock
+                else iter(())
+            )
             for n, release in enumerate(releases):
                 report.items.insert(start + n, _item(release))
                 if stop.is_set():
@@ -330,7 +341,8 @@ def _round(
                             break
                         one(conn, run_id, todo)
                 else:
-                    _in_parallel(batches, one, connect, min(options.workers, len(batches)), stop)
+                    workers = min(options.workers, len(batches))
+                    _in_parallel(world, batches, one, connect, workers, stop)
     except KeyboardInterrupt:
         # A second signal (or SIGTERM/SIGINT outside the main thread's handler): the
         # transaction in flight on this thread was rolled back; report what was written.
@@ -388,6 +400,7 @@ class _Stale:
 
 
 def _in_parallel(
+    world: World,
     batches: list[tuple[str, list[Finding]]],
     one: Callable[[psycopg.Connection[Any], str, list[Finding]], None],
     connect: Callable[[], psycopg.Connection[Any]],
@@ -404,6 +417,7 @@ def _in_parallel(
 
     def work() -> None:
         with connect() as session:
+            world.guard(session)
             while not stop.is_set():
                 try:
                     run_id, todo = pending.get_nowait()
@@ -548,11 +562,16 @@ def _apply_run(
     reason: str,
     locked_jobs: LockedJobs,
     stale: _Stale | None = None,
+    *,
+    rehearse: bool = False,
 ) -> list[Item]:
     """One run's repairs in one transaction, under its row locks. Its stale queue locks
     (`stale`) are released first in the same transaction, so no worker can take the job
     before the heal commits; if the run's repair is refused, they are released on their
-    own afterwards, as the operator asked."""
+    own afterwards, as the operator asked. Before its first write, the transaction waits
+    for the other sessions' open writes to the events table (`_await_event_writers`): one
+    may be appending the very event this repair would. `rehearse`: no audit rows (the
+    caller rolls everything back)."""
     items: list[Item] = []
     released: list[Item] = []
     try:
@@ -560,7 +579,7 @@ def _apply_run(
             ctx = _context(conn, world, writer, options, run_id, lock=True)
             if stale and stale.locks:
                 released = [
-                    _item(wf135.release_one(conn, held, stale.unlock, reason))
+                    _item(wf135.release_one(conn, held, stale.unlock, reason, not rehearse))
                     for held in stale.locks
                 ]
             if world.has_graphile:
@@ -570,20 +589,56 @@ def _apply_run(
                     else locked_jobs
                 )
                 _run_guard(conn, options, run_id, fresh, set())
+            _await_event_writers(conn)
             for finding in findings:
-                items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1))
+                items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1, rehearse))
     except Refused as exc:
         done = {id(i.finding) for i in items}
         items = [Item(f, "refused", str(exc)) for f in findings if id(f) not in done] + [
             Item(i.finding, "refused", str(exc)) for i in items
         ]
-        released = _release_alone(conn, stale, reason)
+        released = _release_alone(conn, stale, reason, rehearse)
     except pgerrors.LockNotAvailable:
         items = [
             Item(f, "refused", "lock timeout: another session holds the run") for f in findings
         ]
-        released = _release_alone(conn, stale, reason)
+        released = _release_alone(conn, stale, reason, rehearse)
     return released + items
+
+
+# A dry run's rehearsal names itself (SET LOCAL application_name): its writes are rolled back
+# whole, so an apply does not wait for them (sql/repair/open_event_writers.sql).
+REHEARSAL = f"wfctl/{__version__} dry-run rehearsal"
+# With no lock_timeout set (0), the longest wait for another session's open event writes.
+WRITERS_WAIT_S = 30.0
+
+
+def _await_event_writers(conn: psycopg.Connection[Any]) -> None:
+    """Wait for the transactions that have written to the events table and are still open
+    when the run's transaction is about to write (up to the session's lock_timeout): one may
+    be appending the very event this repair would append, and its row is invisible until it
+    commits. Once they ended, the re-check under lock (`_recheck`, a new statement) sees what
+    they committed. One still open past the limit refuses the run. Called before the run's
+    first write, so two repairs never wait on each other. What remains: a writer whose insert
+    starts after this look and before this transaction commits (milliseconds)."""
+    query = sql.load("repair/open_event_writers")
+    rows = conn.execute(query, {"rehearsal": REHEARSAL}).fetchall()
+    if not rows:
+        return
+    waiting = {(pid, vxid) for pid, vxid, _ in rows}
+    limit = float(rows[0][2]) or WRITERS_WAIT_S
+    deadline = time.monotonic() + limit
+    while waiting:
+        if time.monotonic() > deadline:
+            pid = sorted(waiting, key=lambda w: (w[0] is None, w))[0][0]
+            raise Refused(
+                f"another transaction (pid {pid}) has written to workflow.workflow_events and "
+                f"is still open after {format_duration(timedelta(seconds=limit))}: it may be "
+                "appending this very event; nothing written for the run (retry once it ended)"
+            )
+        time.sleep(0.005)
+        rows = conn.execute(query, {"rehearsal": REHEARSAL}).fetchall()
+        waiting &= {(pid, vxid) for pid, vxid, _ in rows}
 
 
 def _run_guard(
@@ -617,10 +672,13 @@ def _decide(ctx: Context, options: RepairOptions, finding: Finding) -> Action:
     return action
 
 
-def _release_alone(conn: psycopg.Connection[Any], stale: _Stale | None, reason: str) -> list[Item]:
+def _release_alone(
+    conn: psycopg.Connection[Any], stale: _Stale | None, reason: str, rehearse: bool
+) -> list[Item]:
     if not stale or not stale.locks:
         return []
-    return [_item(r) for r in wf135.release(conn, stale.locks, stale.unlock, reason)]
+    released = wf135.release(conn, stale.locks, stale.unlock, reason, audit=not rehearse)
+    return [_item(r) for r in released]
 
 
 def _locked_message(job: dict[str, Any]) -> str:
@@ -638,7 +696,12 @@ def _locked_message(job: dict[str, Any]) -> str:
 
 
 def _apply_one(
-    ctx: Context, options: RepairOptions, finding: Finding, reason: str, savepoint: bool
+    ctx: Context,
+    options: RepairOptions,
+    finding: Finding,
+    reason: str,
+    savepoint: bool,
+    rehearse: bool = False,
 ) -> Item:
     """One finding; with others in the same run, in a savepoint so a refusal undoes only it."""
     scope = ctx.conn.transaction() if savepoint else contextlib.nullcontext()
@@ -646,7 +709,7 @@ def _apply_one(
         with scope:
             action = _decide(ctx, options, finding)
             written = _execute(ctx, action)
-            audit = _audit(ctx, finding, reason, action, written)
+            audit = None if rehearse else _audit(ctx, finding, reason, action, written)
             return Item(
                 finding, "applied", actions=action.describe(), event_ids=written, audit_id=audit
             )

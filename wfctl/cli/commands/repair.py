@@ -18,7 +18,7 @@ from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import missing_runs
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, Interrupted, RefusedError, UsageError
-from wfctl.repair import runner, wf135
+from wfctl.repair import runner, verdict, wf135
 from wfctl.world import model
 
 repair_app = typer.Typer(
@@ -200,7 +200,7 @@ DURING = {
 }
 
 
-def _interrupted_line(report: runner.RepairReport, created: bool) -> str:
+def _interrupted_line(report: verdict.RepairReport, created: bool) -> str:
     """The last stderr line after a signal: what was written, plainly (the report lists it)."""
     if not report.applied:
         return "wfctl: interrupted: dry run, nothing written"
@@ -306,15 +306,17 @@ def _unlock_options(
     return wf135.Unlock(age, tuple(w.strip() for w in workers or () if w.strip()))
 
 
-def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
+def _print(output: Output, fmt: Format, report: verdict.RepairReport) -> None:
     if fmt is Format.JSON:
         output.json(report.as_dict())
         return
     output.data(_text(report))
 
 
-def _text(report: runner.RepairReport) -> str:
+def _text(report: verdict.RepairReport) -> str:
     verb = "applied" if report.applied else "plan (dry run: nothing written)"
+    if not report.applied and report.read_only_plan:
+        verb = f"plan (dry run, planned read-only: {report.read_only_plan}; nothing written)"
     during = DURING.get(report.interrupted_during or "repair", "")
     stopped = f" (interrupted during {during})" if report.interrupted else ""
     lines = [f"wfctl repair: {verb}{stopped}"]
@@ -338,6 +340,17 @@ def _text(report: runner.RepairReport) -> str:
         lines.append(
             f"before: {_counts(report.before)}   after: {_counts(report.after)}{rounds}"
             "   (after: doctor in the same scope, right after)"
+        )
+    elif not report.interrupted and report.after_exit is not None:
+        rounds = f" ({report.rounds} rounds)" if report.rounds > 1 else ""
+        lines.append(
+            f"before: {_counts(report.before)}   after the apply: {_counts(report.after)}"
+            f"{rounds}   (the apply rehearsed and rolled back; doctor in the same scope)"
+        )
+    if report.healed_elsewhere:
+        lines.append(
+            f"{report.healed_elsewhere} finding(s) healed meanwhile by another session: "
+            "nothing left to do for them"
         )
     if report.unfinished:
         lines.append(f"not finished: {report.unfinished}")
