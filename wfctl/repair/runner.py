@@ -141,8 +141,8 @@ def repair(
     for item in report.items:
         if item.outcome == "applied":
             item.outcome, item.event_ids, item.audit_id = "planned", [], None
-    if report.interrupted:
-        report.interrupted_during = "plan"
+    if report.interrupted and report.interrupted_during != "detection":
+        report.interrupted_during = "plan"  # its writes were rehearsals, rolled back
     return report
 
 
@@ -206,7 +206,9 @@ def converge(
             if report.interrupted:
                 return report  # what was written is in the items; no verdict after a signal
             if not any(i.outcome == "applied" for i in items):
-                break  # nothing written: the detection this round acted on is still doctor's
+                if any(i.outcome == "refused" for i in items):  # moved under it: whoever
+                    detected = diagnose(conn, world, options)  # moved it, doctor's verdict now
+                break  # else nothing moved: the detection this round acted on is doctor's
             detected = diagnose(conn, world, options)
             new = _unattempted(detected, attempted)
             if not new:
@@ -321,7 +323,8 @@ def _round(
     stop = stop or threading.Event()
     during = "unlock" if unlock is not None and alone else "repair"
     try:
-        with _stop_on_signal(stop):
+        # A rehearsal stops at the first signal: all of it rolls back, nothing to finish.
+        with contextlib.nullcontext() if rehearse else _stop_on_signal(stop):
             # Each lock released alone commits on its own: listed as it commits, in front of
             # this round's other items; no release starts after the signal.
             releases = (
