@@ -18,11 +18,9 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
-import signal
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -52,6 +50,7 @@ from wfctl.repair.verdict import (
     interrupted,
     settle,
 )
+from wfctl.signals import stop_on_signal
 from wfctl.world import ids, queue_locks
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
@@ -254,7 +253,7 @@ def _round(
 
     A signal (KeyboardInterrupt) ends the round with `report` marked interrupted and where:
     while reading (detection, plan) at once; while writing (unlock, repair) the transaction in
-    flight commits or rolls back whole first (`_stop_on_signal`), so the items are exactly
+    flight commits or rolls back whole first (wfctl.signals), so the items are exactly
     what was committed."""
     try:
         locks = wf135.stale(conn, options.task, unlock, options.run_ids) if unlock else []
@@ -324,7 +323,7 @@ def _round(
     during = "unlock" if unlock is not None and alone else "repair"
     try:
         # A rehearsal stops at the first signal: all of it rolls back, nothing to finish.
-        with contextlib.nullcontext() if rehearse else _stop_on_signal(stop):
+        with contextlib.nullcontext() if rehearse else stop_on_signal(stop):
             # Each lock released alone commits on its own: listed as it commits, in front of
             # this round's other items; no release starts after the signal.
             releases = (
@@ -353,35 +352,6 @@ def _round(
     if stop.is_set():
         interrupted(report, during)
     return report.items[start:]
-
-
-@contextlib.contextmanager
-def _stop_on_signal(stop: threading.Event) -> Iterator[None]:
-    """While an apply writes: the first SIGINT/SIGTERM sets `stop` instead of raising, so the
-    transaction in flight (a lock release, a run's repair: milliseconds, bounded by
-    lock_timeout) commits or rolls back whole and its items are reported as they are (a
-    KeyboardInterrupt during a COMMIT would lose whether it committed); nothing starts after.
-    A second signal raises KeyboardInterrupt at once: the transaction in flight rolls back.
-    Outside the main thread (an embedding application) signals are left alone."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(_signum: int, _frame: object) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        sys.stderr.write(
-            "wfctl: stopping once the transaction in flight ends (signal again to roll it back)\n"
-        )
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            if old is not None:
-                signal.signal(sig, old)
 
 
 def _item(release: wf135.Release) -> Item:
