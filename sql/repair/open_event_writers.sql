@@ -4,8 +4,9 @@
 -- cannot see yet: one may be appending the very event a repair is about to append (beta.29
 -- updates the step row, then inserts its event in a second autocommit: no row lock covers
 -- the insert). The repair waits for them to end before its first write (runner._await_
--- event_writers). Not waited for: a dry run's rehearsal (wfctl's own, rolled back whole,
--- named by application_name). A prepared transaction (pid NULL) counts.
+-- event_writers), and again before it commits. Not waited for: another repair's transaction
+-- (named by sql/repair/transaction_name.sql: repairs of one run are serialised by its row
+-- lock; a dry run's rehearsal never commits). A prepared transaction (pid NULL) counts.
 -- limit_s: the session's lock_timeout in seconds (0: none set), the longest wait.
 SELECT l.pid, l.virtualtransaction,
        extract(epoch FROM current_setting('lock_timeout')::interval)::float8 AS limit_s
@@ -16,4 +17,4 @@ WHERE l.locktype = 'relation'
   AND l.mode = 'RowExclusiveLock'
   AND l.granted
   AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
-  AND a.application_name IS DISTINCT FROM %(rehearsal)s;
+  AND a.application_name IS DISTINCT FROM %(repairing)s;

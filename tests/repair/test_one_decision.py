@@ -196,3 +196,45 @@ def test_a_duplicate_is_never_in_flight_and_names_wfctls_copy(world, real_world,
     assert wf141["status"] == "critical" and wf141["count"] == 1 and status == 2, wf141
     detail = wf141["samples"][0]["detail"]
     assert f"step_completed {wfctl_copy} by wfctl repair #{item['audit_id']}" in detail, detail
+
+
+def test_a_writer_opening_while_the_repair_writes_is_waited_for_before_it_commits(
+    world, real_world, run_cli
+) -> None:
+    """The writer's insert starts after the repair's first look (the repair is then waiting
+    for the step row): the repair appends, then, before committing, sees the open writer,
+    waits for it, finds its committed copy and rolls back: one step_completed, exit 0."""
+    run_id, step_id = finished_step_without_event(world, real_world, "step_completed")
+    three_days_old(real_world, run_id)
+    holder = psycopg.connect(real_world.dsn)
+    holder.execute(
+        "SELECT 1 FROM workflow.workflow_steps WHERE step_id = %s FOR UPDATE", (step_id,)
+    )
+    writers: list[psycopg.Connection[Any]] = []
+
+    def script() -> None:
+        deadline = time.monotonic() + 60
+        while not waits_on_a_row(real_world) and time.monotonic() < deadline:
+            time.sleep(0.02)  # the repair holds the run, waits for the step row
+        writers.append(late_completion(real_world, run_id, step_id))  # opens after its look
+        holder.commit()  # the repair re-checks (the insert is invisible) and appends
+        time.sleep(0.5)
+        writers[0].commit()  # the original lands while the repair waits to commit
+
+    thread = threading.Thread(target=script)
+    thread.start()
+    try:
+        status, out, err = run_cli(
+            "--dsn", real_world.dsn, "--lock-timeout", "20000", "--format", "json",
+            "repair", *APPLY, "--only", "WF111",
+        )  # fmt: skip
+    finally:
+        thread.join()
+        holder.close()
+        for writer in writers:
+            writer.close()
+    report = json.loads(out)
+    assert completions(real_world, run_id, step_id) == 1, report["items"]
+    [item] = report["items"]
+    assert item["outcome"] == "skipped" and "another session" in item["reason"], item
+    assert status == 0, err

@@ -133,7 +133,7 @@ def repair(
         return _read_only_plan(conn, world, options, unlock)
     try:
         with conn.transaction(force_rollback=True):
-            conn.execute(sql.load("repair/rehearsal_name"), {"name": REHEARSAL})
+            conn.execute(sql.load("repair/transaction_name"), {"name": REPAIRING})
             report = converge(conn, world, options, reason=reason, unlock=unlock, rehearse=True)
     except KeyboardInterrupt:  # the rehearsal rolled back: nothing written, nothing to show
         return interrupted(RepairReport(applied=False), "plan")
@@ -549,6 +549,7 @@ def _apply_run(
     released: list[Item] = []
     try:
         with conn.transaction():
+            conn.execute(sql.load("repair/transaction_name"), {"name": REPAIRING})
             ctx = _context(conn, world, writer, options, run_id, lock=True)
             if stale and stale.locks:
                 released = [
@@ -565,6 +566,9 @@ def _apply_run(
             _await_event_writers(conn)
             for finding in findings:
                 items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1, rehearse))
+            appended = [e for i in items if i.outcome == "applied" for e in i.event_ids]
+            if appended and _await_event_writers(conn):  # opened while this one wrote
+                _refuse_concurrent_copies(conn, run_id, appended)
     except Refused as exc:
         done = {id(i.finding) for i in items}
         items = [Item(f, "refused", str(exc)) for f in findings if id(f) not in done] + [
@@ -579,25 +583,26 @@ def _apply_run(
     return released + items
 
 
-# A dry run's rehearsal names itself (SET LOCAL application_name): its writes are rolled back
-# whole, so an apply does not wait for them (sql/repair/open_event_writers.sql).
-REHEARSAL = f"wfctl/{__version__} dry-run rehearsal"
+# A repair's transaction (and a dry run's rehearsal) names itself for the transaction: other
+# repairs do not wait for its writes (sql/repair/transaction_name.sql, open_event_writers.sql).
+REPAIRING = f"wfctl/{__version__} repair"
 # With no lock_timeout set (0), the longest wait for another session's open event writes.
 WRITERS_WAIT_S = 30.0
 
 
-def _await_event_writers(conn: psycopg.Connection[Any]) -> None:
+def _await_event_writers(conn: psycopg.Connection[Any]) -> bool:
     """Wait for the transactions that have written to the events table and are still open
     when the run's transaction is about to write (up to the session's lock_timeout): one may
     be appending the very event this repair would append, and its row is invisible until it
     commits. Once they ended, the re-check under lock (`_recheck`, a new statement) sees what
     they committed. One still open past the limit refuses the run. Called before the run's
-    first write, so two repairs never wait on each other. What remains: a writer whose insert
-    starts after this look and before this transaction commits (milliseconds)."""
+    first write, so two repairs never wait on each other, and again just before it commits
+    (`_refuse_concurrent_copies`). What remains: a writer whose insert starts after that last
+    look and commits after this transaction (one round trip). Whether it waited."""
     query = sql.load("repair/open_event_writers")
-    rows = conn.execute(query, {"rehearsal": REHEARSAL}).fetchall()
+    rows = conn.execute(query, {"repairing": REPAIRING}).fetchall()
     if not rows:
-        return
+        return False
     waiting = {(pid, vxid) for pid, vxid, _ in rows}
     limit = float(rows[0][2]) or WRITERS_WAIT_S
     deadline = time.monotonic() + limit
@@ -610,8 +615,23 @@ def _await_event_writers(conn: psycopg.Connection[Any]) -> None:
                 "appending this very event; nothing written for the run (retry once it ended)"
             )
         time.sleep(0.005)
-        rows = conn.execute(query, {"rehearsal": REHEARSAL}).fetchall()
+        rows = conn.execute(query, {"repairing": REPAIRING}).fetchall()
         waiting &= {(pid, vxid) for pid, vxid, _ in rows}
+    return True
+
+
+def _refuse_concurrent_copies(conn: psycopg.Connection[Any], run_id: str, ids: list[str]) -> None:
+    """Before committing, after waiting for the writers that opened while this repair wrote:
+    refuse (the run's repair rolls back) if one of them committed a copy of an event this
+    repair appended: the original writer landed after all, and two would be a duplicate."""
+    params = {"run_id": run_id, "ids": ids}
+    copies = conn.execute(sql.load("repair/concurrent_copies"), params).fetchall()
+    if copies:
+        mine, kind, entity, other = copies[0]
+        raise Refused(
+            f"state moved: another session committed {kind} {other} for {entity or run_id} "
+            f"while this repair appended {mine}: rolled back (no duplicate)"
+        )
 
 
 def _run_guard(
