@@ -27,9 +27,13 @@ APPLY = ("--apply", "--yes", "--reason", "t", *FORCE)
 def plan_of(report: dict[str, Any]) -> list[tuple[str, str | None, str, list[str]]]:
     """What a report says is (or will be) written, item by item, dry run and apply alike."""
     outcome = {"planned": "write", "applied": "write"}
-    return [
-        (i["code"], i["entity_id"], outcome.get(i["outcome"], i["outcome"]), i["actions"])
+    writes = [  # the dry run also names the id scheme and the guards the apply re-checks
+        [a for a in i["actions"] if not a.startswith(("id scheme:", "guard:"))]
         for i in report["items"]
+    ]
+    return [
+        (i["code"], i["entity_id"], outcome.get(i["outcome"], i["outcome"]), actions)
+        for i, actions in zip(report["items"], writes, strict=True)
     ]
 
 

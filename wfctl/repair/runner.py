@@ -470,18 +470,23 @@ def _plan_run(
         for finding in findings:
             try:
                 action = _decide(ctx, options, finding)
-                scheme = ""
-                if action.events:
-                    rewritten = f"slot (after the {ctx.rewritten} rewrite)" if ctx.rewritten else ""
-                    scheme = rewritten or writer.scheme(conn, run_id, lock=False)
-                guards = _guards(finding, world)
-                lines = action.describe() + ([f"id scheme: {scheme}"] if scheme else []) + guards
-                items.append(Item(finding, "planned", actions=lines))
+                items.append(Item(finding, "planned", actions=_plan_lines(ctx, finding, action)))
             except Superseded as exc:
                 items.append(Item(finding, "skipped", str(exc)))
             except (Refused, RefusedError) as exc:
                 items.append(Item(finding, "refused", str(exc)))
     return items
+
+
+def _plan_lines(ctx: Context, finding: Finding, action: Action) -> list[str]:
+    """What a dry run shows of one decided finding: the writes, the id scheme of appended
+    events, and the guards the apply re-checks."""
+    scheme = ""
+    if action.events:
+        rewritten = f"slot (after the {ctx.rewritten} rewrite)" if ctx.rewritten else ""
+        scheme = rewritten or ctx.writer.scheme(ctx.conn, ctx.run["id"], lock=False)
+    guards = _guards(finding, ctx.world)
+    return action.describe() + ([f"id scheme: {scheme}"] if scheme else []) + guards
 
 
 def _guards(finding: Finding, world: World) -> list[str]:
@@ -701,11 +706,10 @@ def _apply_one(
     try:
         with scope:
             action = _decide(ctx, options, finding)
+            lines = _plan_lines(ctx, finding, action) if rehearse else action.describe()
             written = _execute(ctx, action)
             audit = None if rehearse else _audit(ctx, finding, reason, action, written)
-            return Item(
-                finding, "applied", actions=action.describe(), event_ids=written, audit_id=audit
-            )
+            return Item(finding, "applied", actions=lines, event_ids=written, audit_id=audit)
     except Superseded as exc:
         return Item(finding, "skipped", str(exc))
     except (Refused, RefusedError) as exc:  # RefusedError: the writer met a mixed-scheme log
