@@ -225,6 +225,31 @@ def test_a_tenant_policy_on_the_events_makes_doctor_unknown_and_every_writer_ref
         assert status == 3, (args, err)
         assert "tenant_recent" in err and "workflow.workflow_events" in err, (args, err)
     assert digests(real_world.dsn) == before
+    status, out, _ = run_cli("--dsn", tenant, "info")
+    assert "HIDDEN ROWS:  row-level security on workflow.workflow_events" in out, out
+
+
+def test_a_view_in_the_place_of_the_events_table_is_not_trusted(world, real_world, run_cli):
+    """A security-barrier view that filters the events, where the table should be: what
+    reads it is UNKNOWN and nothing is written."""
+    old_runs(world, real_world, n=1)
+    with real_world.connect() as conn:
+        conn.execute("ALTER TABLE workflow.workflow_events RENAME TO workflow_events_all")
+        conn.execute(
+            "CREATE VIEW workflow.workflow_events WITH (security_barrier) AS"
+            " SELECT * FROM workflow.workflow_events_all"
+            " WHERE created_at > localtimestamp - interval '1 day'"
+        )
+    status, report = doctor(run_cli, real_world.dsn)
+    wf121 = next(c for c in report["checks"] if c["code"] == "WF121")
+    assert wf121["status"] == "unknown" and "is a view" in wf121["message"], wf121
+    assert status == 2  # WF151: the catalog differs (a view where the table should be)
+    before = digests(real_world.dsn)
+    status, _, err = run_cli(
+        "--dsn", real_world.dsn, "repair", "--apply", "--yes", "--reason", "t", *FORCE
+    )
+    assert status == 3 and "workflow.workflow_events" in err, err
+    assert digests(real_world.dsn) == before
 
 
 def test_a_policy_created_after_wfctl_looked_fails_the_reads_loudly(
