@@ -1,18 +1,23 @@
-"""The repair runner: detect, then one short guarded transaction per run.
+"""The repair runner decides: detect, then one short guarded transaction per run, in rounds.
 
 For each run with findings, on --apply:
 1. lock the run row (FOR UPDATE, bounded by the session's lock_timeout); refuse the whole
    run while a queue job for it is locked (a live writer may be about to insert the same
    event; the locked jobs are read as a snapshot at most a second old, see LockedJobs);
+   wait for the other transactions' open writes to the events table (one may be appending
+   the same event: its row is invisible until it commits; `_await_event_writers`);
 2. per finding, in a savepoint: let the repair lock and read its entity row, re-run the very
    check SQL doctor used, scoped to this run, and refuse ("state moved", "too young") unless
    the finding still holds past --min-age; then append through the shared EventWriter, act on
-   the queue, and write the audit row; a refusal rolls back only that finding.
-A dry run does the same reads in a READ ONLY transaction (no locks, no writes) and prints
-the plan. Runs are independent, so several are repaired at once, each on its own connection
-(`workers`): a repair is latency-bound (one commit per run), not CPU-bound.
+   the queue, and write the audit row; a refusal rolls back only that finding;
+3. before committing, wait for the event writers that opened meanwhile and roll the run back
+   if one committed a copy of an appended event (`_refuse_concurrent_copies`).
+The dry run is the apply rehearsed in one transaction that is rolled back (`repair`), so it
+shows what the apply writes, rounds included; on a standby it plans read-only (`_plan_run`).
+Runs are independent, so several are repaired at once, each on its own connection
+(`workers`): a repair is latency-bound (one commit per run), not CPU-bound. What the result
+says (items, verdict) is wfctl.repair.verdict's, which imports nothing from here.
 """
-
 from __future__ import annotations
 
 import contextlib
