@@ -18,6 +18,7 @@ Runs are independent, so several are repaired at once, each on its own connectio
 (`workers`): a repair is latency-bound (one commit per run), not CPU-bound. What the result
 says (items, verdict) is wfctl.repair.verdict's, which imports nothing from here.
 """
+
 from __future__ import annotations
 
 import contextlib
