@@ -227,6 +227,19 @@ def test_a_tenant_policy_on_the_events_makes_doctor_unknown_and_every_writer_ref
     assert digests(real_world.dsn) == before
     status, out, _ = run_cli("--dsn", tenant, "info")
     assert "HIDDEN ROWS:  row-level security on workflow.workflow_events" in out, out
+    # the recipe of docs/cli.md, 'Roles': one more permissive policy for the wfctl role
+    role = psycopg.conninfo.conninfo_to_dict(tenant)["user"]
+    with real_world.connect() as conn:
+        conn.execute(
+            f"CREATE POLICY wfctl_repair ON workflow.workflow_events FOR ALL TO {role}"
+            " USING (true) WITH CHECK (true)"
+        )
+    _, out, _ = run_cli("--dsn", tenant, "--format", "json", "info")
+    assert json.loads(out)["hidden_rows"] == []
+    status, report = doctor(run_cli, tenant)
+    assert (status, verdicts(report)) == (owner_status, verdicts(owner))
+    status, out, err = run_cli("--dsn", tenant, "--format", "json", "repair", *FORCE)
+    assert status == 0 and json.loads(out)["items"] == [], (out, err)
 
 
 def test_a_view_in_the_place_of_the_events_table_is_not_trusted(world, real_world, run_cli):
