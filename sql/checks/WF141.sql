@@ -3,7 +3,10 @@
 -- event after the hook's hook_disposed, #2781, is WF145's.) The runtime's consumers stop at the
 -- first terminal event; anything after it is "Replay could not consume event" on every replay.
 -- Log order is id order within a run (wevt_ ULIDs or evnt_ slots; one scheme per run).
--- Age: newest event's created_at (DB default) -> localtimestamp.
+-- Age: newest event's created_at (DB default) -> localtimestamp. A duplicate (a second
+-- run_created, a second terminal event of one step or wait) is never in flight, whatever its
+-- age: no original write is still landing once both copies are there (a repair racing a slow
+-- original insert writes exactly this), so it is reported at doctor's defaults at once.
 -- params: live_only, run_ids, since, min_age.
 -- Performance: one pass over the scope's events, grouped by (run, entity) from the run_id
 -- order of the scan (an incremental sort, no spilling hash, no materialized CTE); only the
@@ -47,7 +50,8 @@ problems AS (
                     CASE WHEN k.wait_terminals > 1 THEN
                         format('%%s wait_completed events for one wait', k.wait_terminals) END,
                     CASE WHEN k.last_started > k.first_terminal THEN
-                        'step_started after the step''s terminal event' END) END AS detail
+                        'step_started after the step''s terminal event' END) END AS detail,
+           k.run_createds > 1 OR k.step_terminals > 1 OR k.wait_terminals > 1 AS duplicate
     FROM per_key k
     WHERE (k.entity IS NULL AND k.run_createds > 1)
        OR (k.entity IS NOT NULL
@@ -57,7 +61,7 @@ problems AS (
 SELECT p.run_id,
        p.entity_id,
        p.newest::timestamptz AS observed_at,
-       p.newest >= localtimestamp - %(min_age)s::interval AS in_flight,
+       NOT p.duplicate AND p.newest >= localtimestamp - %(min_age)s::interval AS in_flight,
        p.detail
 FROM problems p
 ORDER BY p.newest;

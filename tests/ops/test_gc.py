@@ -304,3 +304,58 @@ def test_gc_killed_mid_run_leaves_whole_runs_and_resumes(wfctl_world: Db) -> Non
     assert done.returncode == 0, done.stderr
     assert wfctl_world.scalar("SELECT count(*) FROM workflow.workflow_runs") == 0
     assert wfctl_world.scalar("SELECT count(*) FROM workflow.workflow_events") == 0
+
+
+def test_gc_interrupted_reports_what_it_deleted(wfctl_world: Db) -> None:
+    """SIGINT while batches commit: the batch in flight ends whole, the report counts exactly
+    the committed batches (as their audit rows do), exit 130, and the last line says so."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    runs = 1000
+    with wfctl_world.connect() as conn:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name, completed_at,"
+            " updated_at, created_at) SELECT 'wrun_I' || lpad(i::text, 8, '0'), 'postgres',"
+            " 'completed', 'workflow//history', now() - interval '40 days',"
+            " now() - interval '40 days', now() - interval '41 days'"
+            " FROM generate_series(1, %s) i",
+            (runs,),
+        )
+        conn.execute(
+            "INSERT INTO workflow.workflow_events (id, type, run_id)"
+            " SELECT 'wevt_I' || lpad(i::text, 8, '0'), 'attr_set', 'wrun_I' || lpad(i::text, 8,"
+            " '0') FROM generate_series(1, %s) i",
+            (runs,),
+        )
+    import wfctl
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(wfctl.__file__)))  # this wfctl
+    args = [sys.executable, "-m", "wfctl", "--dsn", wfctl_world.dsn, "--format", "json", "gc",
+            "--older-than", "30d", "--apply", "--reason", "sigint test", "--yes", "--batch",
+            "10", "--pause", "50ms"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": root}
+    proc = subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while wfctl_world.scalar("SELECT count(*) FROM wfctl.repair_log") < 3:
+        assert time.monotonic() < deadline and proc.poll() is None, "gc did not start batches"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    audited = wfctl_world.scalar(
+        "SELECT sum((details->'deleted'->>'runs')::int) FROM wfctl.repair_log WHERE code = 'gc'"
+    )
+    left = wfctl_world.scalar("SELECT count(*) FROM workflow.workflow_runs")
+    assert 0 < left < runs and audited == runs - left
+    report = json.loads(out)
+    assert report["interrupted"] is True and report["deleted"]["runs"] == audited
+    assert report["deleted"]["events"] == audited and len(report["audit_ids"]) == report["batches"]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"wfctl: interrupted during gc: {audited:,} of {runs:,} runs"), err
+    assert "Traceback" not in err and "already in progress" not in err

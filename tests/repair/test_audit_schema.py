@@ -133,6 +133,16 @@ def test_without_create_privilege_apply_refuses_in_one_line(real_world, torn, ru
         for schema in ("workflow", "workflow_drizzle", "graphile_worker"):
             conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
             conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA {schema} TO {role}")
+        for table in (
+            "_private_jobs",
+            "_private_tasks",
+            "_private_job_queues",
+            "_private_known_crontabs",
+        ):
+            conn.execute(
+                f"CREATE POLICY nocreate ON graphile_worker.{table} FOR ALL TO {role}"
+                " USING (true) WITH CHECK (true)"
+            )
     dsn = psycopg.conninfo.make_conninfo(real_world.dsn, user=role)
     try:
         status, out, err = _apply(run_cli, dsn)
@@ -153,4 +163,5 @@ def test_without_create_privilege_apply_refuses_in_one_line(real_world, torn, ru
                 conn.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {role}")
                 conn.execute(f"REVOKE USAGE ON SCHEMA {schema} FROM {role}")
             conn.execute(f'REVOKE ALL ON DATABASE "{real_world.name}" FROM {role}')
+            conn.execute(f"DROP OWNED BY {role}")
             conn.execute(f"DROP ROLE {role}")

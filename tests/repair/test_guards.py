@@ -63,7 +63,7 @@ def test_two_concurrent_applies_write_one_event(world, real_world) -> None:
     ]
     results = [p.communicate(timeout=60) for p in procs]
     codes = sorted(p.returncode for p in procs)
-    assert codes[0] == 0 and codes[1] in (0, 2), results
+    assert codes == [0, 0], results  # the loser of the race exits 0 too: doctor finds it clean
     kinds = [e[1] for e in events(real_world, run_id, wait_id)]
     assert kinds.count("wait_completed") == 1
     with real_world.connect() as conn:

@@ -432,27 +432,16 @@ def test_a_signal_while_creating_the_audit_schema_writes_nothing(real_world) -> 
 def blocked_in_the_plan(
     db: Db, proc_args: tuple[str, ...], **popen: Any
 ) -> tuple[subprocess.Popen[str], psycopg.Connection[Any]]:
-    """wfctl started with `proc_args`, left waiting in the plan (after detection): detection
-    is held on workflow_hooks while it holds workflow_steps, a LOCK TABLE on workflow_steps is
-    queued behind it, then hooks are let go; the lock is granted when detection's transaction
-    ends, so the plan's read of the step row waits. The caller closes the returned session
-    (it holds the lock on workflow_steps)."""
-    hooks = held_in_transaction(db, "LOCK TABLE workflow.workflow_hooks IN ACCESS EXCLUSIVE MODE")
-    steps = psycopg.connect(db.dsn, application_name=HOLDER)
-    queued = threading.Thread(target=steps.execute, args=(STEPS_LOCKED,))
+    """wfctl started with `proc_args`, left waiting in the plan (after detection): the dry run
+    rehearses the apply, whose lock of the step row waits behind a session holding it (FOR
+    UPDATE). The caller closes the returned session (it holds the row)."""
+    steps = held_in_transaction(db, "SELECT 1 FROM workflow.workflow_steps FOR UPDATE")
     proc = wfctl(db, "--lock-timeout", "0", *proc_args, **popen)
     try:
-        until(lambda: waits_on_a_lock(db), proc)  # detection, on workflow_hooks
-        queued.start()
-        until(lambda: waits_on_a_lock(db, "relation", HOLDER), proc)
-        hooks.close()
-        queued.join(BOUND)  # granted: detection is over
-        until(lambda: waits_on_a_lock(db), proc)  # the plan, on workflow_steps
+        until(lambda: waits_on_a_lock(db, "transactionid"), proc)  # the plan, on the step row
     except BaseException:
         proc.kill()
         raise
-    finally:
-        hooks.close()
     return proc, steps
 
 

@@ -5,8 +5,11 @@ released by age, the live worker's lock never is, and the wedge behind it is the
 1. runtime "crash" is SIGKILLed inside the `wait_completed` INSERT of a `sleeper` run (the F4
    wedge: the wait row completed, its event never written), so the continuation job it was
    delivering stays locked by a dead worker (graphile frees it only after 4 hours);
-2. runtime "live" delivers a `pair` run whose `step_completed` INSERT is held by a trigger, so
-   its job is locked by a worker that is alive and working;
+2. runtime "live" delivers a `pair` run whose step row's completing UPDATE is held by a
+   trigger, so its job is locked by a worker that is alive and working (held in the row
+   update, not in an insert into workflow_events: a repair waits for any open write to the
+   events table, whatever its run, since it cannot tell which run an uncommitted insert is
+   for, and refuses past --lock-timeout; test_one_decision.py covers that);
 3. the dead lock is aged by one hour (the only hand edit: the time an operator waits before
    calling it dead; `locked_at` moves, nothing else);
 4. `repair` refuses the wedge while the lock stands and names the holder; the dry run of
@@ -75,7 +78,9 @@ def test_unlock_older_than_frees_the_dead_worker_never_the_live_one(db, runtimes
     live = runtimes("live", JUDGE_REENQUEUE="0")
     live_run = rw.new_run_id()
     with db.connect() as conn:
-        slow_insert(conn, "workflow_events", live_run, "step_completed", seconds=300)
+        slow_insert(
+            conn, "workflow_steps", live_run, None, seconds=300, status="completed", on="UPDATE"
+        )
         live.start_run("pair", [5], live_run)
         sleeper = wait_for_sleeper(conn, timeout=20)
         wait_until(lambda: live_run in job_locks(db), 10, "the live delivery's lock")

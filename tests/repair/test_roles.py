@@ -144,15 +144,14 @@ def test_a_role_rls_hides_the_queue_from_gets_unknown_and_refusals(
     assert status == 2 and report["summary"]["status"] == "critical"
     assert checks["WF101"] == ("critical", 2)
     before = digests(real_world.dsn)
-    status, report, err = repair(run_cli, writer)
-    outcomes = {(i["run_id"], i["outcome"]) for i in report["items"] if i["code"] == "WF101"}
-    assert outcomes == {(runs["locked"], "refused"), (runs["free"], "refused")}, err
-    assert all("row-level security" in i["reason"] for i in report["items"] if i["code"] == "WF101")
-    assert status != 0 and digests(real_world.dsn) == before
-    status, _, err = run_cli(
-        "--dsn", writer, "repair", "--apply", "--yes", "--reason", "t", "--unlock-older-than", "10m"
-    )
-    assert status == 2 and "row-level security" in err and digests(real_world.dsn) == before
+    # every writer refuses before writing (exit 3: it cannot see the queue), naming the table
+    for args in ((), ("--unlock-older-than", "10m")):
+        status, report, err = repair(run_cli, writer, *args)
+        assert status == 3 and not report, err
+        assert "row-level security" in err and "graphile_worker._private_jobs" in err, err
+        assert "no policy for the role" in err
+    assert digests(real_world.dsn) == before
+    assert runs["locked"] != runs["free"]
 
 
 def test_the_documented_roles_see_and_act_as_the_owner(world, real_world, roles, run_cli) -> None:
@@ -170,3 +169,137 @@ def test_the_documented_roles_see_and_act_as_the_owner(world, real_world, roles,
     )
     assert "locked by worker-busy" in locked["reason"]
     assert status == 2
+
+
+def tenant_recipe(role: str) -> list[str]:
+    """The repair recipe, plus a tenant-style policy on the world's events that hides the
+    run-level events older than a day (what a multi-tenant database adds for app roles)."""
+    return [
+        *repair_recipe(role),
+        "ALTER TABLE workflow.workflow_events ENABLE ROW LEVEL SECURITY",
+        f"CREATE POLICY tenant_recent ON workflow.workflow_events FOR ALL TO {role}"
+        " USING (correlation_id IS NOT NULL OR created_at > localtimestamp - interval '1 day')"
+        " WITH CHECK (true)",
+    ]
+
+
+def old_runs(world: rw.RealWorld, db: Db, n: int = 3) -> list[str]:
+    """Healthy running runs whose events are two days old."""
+    made = [rw.running_with_completed_step_ops() for _ in range(n)]
+    world.ok([op for _, ops in made for op in ops])
+    world.ok([rw.queue(rw.WORKFLOW, {"runId": run_id}) for run_id, _ in made])
+    with db.connect() as conn:
+        conn.execute(
+            "UPDATE workflow.workflow_events SET created_at = created_at - interval '2 days'"
+        )
+    return [run_id for run_id, _ in made]
+
+
+def test_a_tenant_policy_on_the_events_makes_doctor_unknown_and_every_writer_refuse(
+    world, real_world, roles, run_cli
+) -> None:
+    old_runs(world, real_world)
+    owner_status, owner = doctor(run_cli, real_world.dsn)
+    assert owner_status == 0, [c for c in owner["checks"] if c["count"]]
+    tenant = roles("wfctl_tenant", tenant_recipe)
+    # what only looks missing (run_created, run-level events) is UNKNOWN, never critical
+    status, report = doctor(run_cli, tenant)
+    checks = verdicts(report)
+    for code in ("WF111", "WF121", "WF141"):
+        assert checks[code][0] == "unknown", (code, checks[code])
+    wf121 = next(c for c in report["checks"] if c["code"] == "WF121")
+    assert "workflow.workflow_events" in wf121["message"] and "tenant_recent" in wf121["message"]
+    assert status == 3 and report["summary"]["status"] == "unknown"
+    _, out, _ = run_cli("--dsn", tenant, "--format", "json", "info")
+    [hidden] = json.loads(out)["hidden_rows"]
+    assert hidden["table"] == "workflow.workflow_events" and "tenant_recent" in hidden["why"]
+    before = digests(real_world.dsn)
+    for args in (
+        ("repair", "--apply", "--yes", "--reason", "t", *FORCE),
+        ("repair", *FORCE),
+        ("gc", "--apply", "--yes", "--reason", "t", "--older-than", "1d"),
+        ("runs", "cancel", "--where", "status=running", "--apply", "--yes", "--reason", "t"),
+        ("runs", "cancel", "wrun_01JZZZZZZZZZZZZZZZZZZZZZZZ"),
+    ):
+        status, _, err = run_cli("--dsn", tenant, *args)
+        assert status == 3, (args, err)
+        assert "tenant_recent" in err and "workflow.workflow_events" in err, (args, err)
+    assert digests(real_world.dsn) == before
+    status, out, _ = run_cli("--dsn", tenant, "info")
+    assert "HIDDEN ROWS:  row-level security on workflow.workflow_events" in out, out
+    # the recipe of docs/cli.md, 'Roles': one more permissive policy for the wfctl role
+    role = psycopg.conninfo.conninfo_to_dict(tenant)["user"]
+    with real_world.connect() as conn:
+        conn.execute(
+            f"CREATE POLICY wfctl_repair ON workflow.workflow_events FOR ALL TO {role}"
+            " USING (true) WITH CHECK (true)"
+        )
+    _, out, _ = run_cli("--dsn", tenant, "--format", "json", "info")
+    assert json.loads(out)["hidden_rows"] == []
+    status, report = doctor(run_cli, tenant)
+    assert (status, verdicts(report)) == (owner_status, verdicts(owner))
+    status, out, err = run_cli("--dsn", tenant, "--format", "json", "repair", *FORCE)
+    assert status == 0 and json.loads(out)["items"] == [], (out, err)
+
+
+def test_a_view_in_the_place_of_the_events_table_is_not_trusted(world, real_world, run_cli):
+    """A security-barrier view that filters the events, where the table should be: what
+    reads it is UNKNOWN and nothing is written."""
+    old_runs(world, real_world, n=1)
+    with real_world.connect() as conn:
+        conn.execute("ALTER TABLE workflow.workflow_events RENAME TO workflow_events_all")
+        conn.execute(
+            "CREATE VIEW workflow.workflow_events WITH (security_barrier) AS"
+            " SELECT * FROM workflow.workflow_events_all"
+            " WHERE created_at > localtimestamp - interval '1 day'"
+        )
+    status, report = doctor(run_cli, real_world.dsn)
+    wf121 = next(c for c in report["checks"] if c["code"] == "WF121")
+    assert wf121["status"] == "unknown" and "is a view" in wf121["message"], wf121
+    assert status == 2  # WF151: the catalog differs (a view where the table should be)
+    before = digests(real_world.dsn)
+    status, _, err = run_cli(
+        "--dsn", real_world.dsn, "repair", "--apply", "--yes", "--reason", "t", *FORCE
+    )
+    assert status == 3 and "workflow.workflow_events" in err, err
+    assert digests(real_world.dsn) == before
+
+
+def test_a_policy_created_after_wfctl_looked_fails_the_reads_loudly(
+    world, real_world, roles
+) -> None:
+    """PostgreSQL's own guard: inspect armed `row_security = off` (no RLS applied to the role
+    then), so a read a policy created afterwards would filter fails instead of reading short."""
+    from wfctl.connection.db import read_only
+    from wfctl.doctor import registry as checks_registry
+    from wfctl.doctor import runner as doctor_runner
+    from wfctl.world import model
+
+    old_runs(world, real_world, n=1)
+
+    def reader(role: str) -> list[str]:
+        return [
+            f"CREATE ROLE {role} LOGIN",
+            f"GRANT USAGE ON SCHEMA workflow, workflow_drizzle TO {role}",
+            f"GRANT SELECT ON ALL TABLES IN SCHEMA workflow, workflow_drizzle TO {role}",
+        ]
+
+    dsn = roles("wfctl_late", reader)
+    role = psycopg.conninfo.conninfo_to_dict(dsn)["user"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        with read_only(conn):
+            world_seen = model.inspect(conn, with_drift=False)
+        assert not getattr(world_seen, "hidden", []) and not getattr(world_seen, "rls_active", 0)
+        with real_world.connect() as owner:
+            owner.execute("ALTER TABLE workflow.workflow_events ENABLE ROW LEVEL SECURITY")
+            owner.execute(
+                f"CREATE POLICY late ON workflow.workflow_events FOR SELECT TO {role}"
+                " USING (created_at > localtimestamp - interval '1 day')"
+            )
+        checks = [checks_registry.BY_CODE[c] for c in ("WF111", "WF121")]
+        options = doctor_runner.DoctorOptions(min_age=__import__("datetime").timedelta(0))
+        with read_only(conn):
+            report = doctor_runner.run(conn, world_seen, checks, options)
+    for result in report.results:
+        assert result.status == "unknown", (result.check.code, result.status, result.count)
+        assert "row-level security" in result.message

@@ -16,7 +16,7 @@ from tests.checks.test_wf101 import orphan_step
 from tests.conftest import Db
 from tests.corpus.snapshot import digests
 from tests.faults import ROW_LOCK, held
-from tests.repair.conftest import outcomes
+from tests.repair.conftest import FORCE, outcomes
 
 
 def doctor_verdict(doctor_json: Any, db: Db, *args: str) -> tuple[int, dict[str, int]]:
@@ -103,7 +103,14 @@ def test_one_apply_converges_when_a_released_lock_uncovers_findings(
     orphan_step(world, real_world)  # something else to heal in the same apply
     _, before = doctor_verdict(doctor_json, real_world)
     assert "WF132" not in before and "WF135" in before
+    # the dry run rehearses the apply: the same rounds, the released lock, the WF132 it uncovers
+    dry_status, dry = repair(real_world, *FORCE, "--unlock-older-than", "30m")
     status, report = apply(real_world, "--unlock-older-than", "30m")
+    assert (dry_status, dry["rounds"], dry["after"]) == (status, report["rounds"], report["after"])
+    assert [(i["code"], i["entity_id"]) for i in dry["items"]] == [
+        (i["code"], i["entity_id"]) for i in report["items"]
+    ]
+    assert {i["outcome"] for i in dry["items"]} == {"planned"}, dry
     got = outcomes(report)
     assert got["WF135"] == ["applied"] and got.get("WF132") == ["applied"], report
     by_code = {i["code"]: i for i in report["items"]}

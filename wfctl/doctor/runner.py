@@ -45,6 +45,8 @@ LONGEST_FIRST = (
     "WF148", "WF146", "WF143", "WF147", "WF145", "WF142",
 )  # fmt: skip
 Conn = psycopg.Connection[Any]
+# Checks whose samples say which copy of a duplicate wfctl's own repairs wrote (audit log).
+ATTRIBUTED = ("WF141",)
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ def run(
     era = sql_era(world)
     with _joined(conn, helpers):
         for session in sessions:
-            session.execute(sql.load("doctor/session_settings"), options.settings())
+            session.execute(sql.load("doctor/session_settings"), _settings(options, world))
         if not helpers:
             for check in checks:
                 if on_check:
@@ -210,6 +212,12 @@ def run(
             )
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _settings(options: DoctorOptions, world: World) -> dict[str, Any]:
+    """The transaction's settings: the options', and PostgreSQL's guard against filtered reads
+    (`row_security = off`) wherever no RLS applies to the role (World.guard)."""
+    return {**options.settings(), "row_security": "on" if world.rls_active else "off"}
 
 
 @contextlib.contextmanager
@@ -314,6 +322,8 @@ def _run_one(
                     result.add(finding, limit)
                     if on_finding:
                         on_finding(finding)
+            if check.code in ATTRIBUTED and result.samples:
+                result.samples = _attributed(conn, world, result.samples)
             for finding in check.extra_findings(conn, world.release_or_default):
                 finding = weigh(finding, world)
                 result.add(finding, limit)
@@ -331,6 +341,33 @@ def _run_one(
     result.seconds = time.perf_counter() - started
     result.settle()
     return result
+
+
+def _attributed(conn: Conn, world: World, samples: list[Finding]) -> list[Finding]:
+    """Each duplicate sample saying which of its copies wfctl's repairs wrote (the audit log),
+    when one did: the operator then knows which copy to remove (docs/checks.md, WF141)."""
+    if not world.has_wfctl or world.hidden_in("wfctl.repair_log"):
+        return samples
+    pairs = [(f.run_id, f.entity_id) for f in samples if f.run_id and f.entity_id]
+    if not pairs:
+        return samples
+    params = {"run_ids": [r for r, _ in pairs], "entity_ids": [e for _, e in pairs]}
+    try:
+        with conn.transaction(), conn.cursor() as cur:  # a log this role cannot read: no names
+            rows = cur.execute(sql.load("doctor/written_by_wfctl"), params).fetchall()
+    except psycopg.Error:
+        return samples
+    by: dict[tuple[str, str], list[str]] = {}
+    for run_id, entity_id, event_id, kind, audit_id, at in rows:
+        by.setdefault((run_id, entity_id), []).append(
+            f"{kind} {event_id} by wfctl repair #{audit_id} at {timestamp(at)}"
+        )
+    return [
+        dataclasses.replace(f, detail=f"{f.detail}; written by wfctl: {', '.join(written)}")
+        if (written := by.get((f.run_id or "", f.entity_id or "")))
+        else f
+        for f in samples
+    ]
 
 
 def empty_result(check: Check, world: World) -> CheckResult:
@@ -374,11 +411,18 @@ def _missing_needs(check: Check, world: World) -> str:
 
 
 def _unreadable(check: Check, world: World) -> str:
-    """Why this check would read a queue this role cannot see (UNKNOWN, never a guess)."""
+    """Why this check would read rows this role cannot see (UNKNOWN, never a guess): a queue
+    check where graphile's tables are hidden, any check whose SQL names a hidden table."""
     if Needs.QUEUE in check.needs and world.queue_unreadable:
         return (
             f"cannot read the queue: {world.queue_unreadable} (docs/cli.md, 'Roles': a policy "
             "for the doctor role, or run as the queue's owner)"
+        )
+    hidden = world.hidden_in(sql.load(check.sql_name(sql_era(world)))) if world.hidden else []
+    if hidden:
+        return (
+            f"cannot see every row it reads: {'; '.join(hidden)} (docs/cli.md, 'Roles': "
+            "BYPASSRLS, or a policy USING (true) for this role)"
         )
     return ""
 

@@ -17,11 +17,15 @@ CHECK = Check(
     explanation=Explanation(
         meaning="The log holds something no replay can consume: a second terminal event for "
         "one step or wait, a step_started after the step's terminal event, or two "
-        "run_created events (a hook event after its hook_disposed is WF145).",
+        "run_created events (a hook event after its hook_disposed is WF145). A duplicate (a "
+        "second run_created, a second terminal event) is never in flight: it is reported at "
+        "doctor's defaults whatever its age, and where wfctl's own repair wrote one of the "
+        "copies the sample names it (event id, audit number and time, from wfctl.repair_log).",
         why_stuck="The runtime's consumers finish at an entity's first terminal event; "
         "anything after it is 'Replay could not consume event' on every replay.",
         cause="A repair racing a slow original insert (the reason every wfctl repair re-checks "
-        "under lock and waits out --min-age), or a clock-skewed peer re-running a live step "
+        "under lock, waits for the open writes to the events table to end and waits out "
+        "--min-age), or a clock-skewed peer re-running a live step "
         "(its step_started minted on a clock ahead sorts after the completion).",
         repair="Reported only by default. One shape is revivable with `wfctl repair --all "
         "--only WF141 --allow-revive` (a dry run first; add --apply --reason): a run the "

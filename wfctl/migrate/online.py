@@ -351,8 +351,9 @@ class OnlineMigration:
             st = state_mod.read(conn)
         self._check_world(world, st)
         opts = self.options
+        world.require_visible("migrate the event key")
         if not opts.dry_run:
-            world.require_primary("migrate the event key")
+            world.require_writable("migrate the event key", world=False)
         if opts.swap:
             assert opts.package is not None
             self.plan = plan_swap(opts.package, st)

@@ -7,6 +7,7 @@ overlap or two operators in one incident never run the same sweep twice at once.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,5 +37,7 @@ def single_flight(conn: psycopg.Connection[Any], action_key: int, what: str) -> 
     try:
         yield
     finally:
+        # A session busy or broken by a signal ends with the command: the lock goes with it.
         if not conn.closed:
-            conn.execute(sql.load("ops/advisory_unlock"), params)
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(sql.load("ops/advisory_unlock"), params)

@@ -17,6 +17,7 @@ The lessons of other Postgres-backed engines, applied:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from wfctl import sql
 from wfctl.clock import timestamp
 from wfctl.connection.db import read_only
 from wfctl.ops import audit, flight
+from wfctl.signals import stop_on_signal
 from wfctl.world.model import World
 from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
 
@@ -77,6 +79,8 @@ class GcReport:
     batches: int = 0
     seconds: float = 0.0
     stopped: str = ""  # why an apply stopped before the end ("time budget")
+    # Stopped by SIGINT/SIGTERM: the counts are the batches committed before it (wfctl.signals).
+    interrupted: bool = False
     audit_ids: list[int] = field(default_factory=list)
 
     @property
@@ -95,6 +99,7 @@ class GcReport:
         return {
             "applied": self.applied,
             "complete": self.complete,
+            "interrupted": self.interrupted,
             "stopped": self.stopped or None,
             "cutoff_utc": timestamp(self.cutoff),
             "older_than_seconds": self.older_than.total_seconds(),
@@ -160,20 +165,49 @@ def collect(
     """Delete the candidates batch by batch (see the module docstring). `conn` must be in
     autocommit mode: each batch is its own transaction. `on_start` sees the candidate count
     before anything is deleted (and before the audit schema is created where missing: a
-    refusal there writes nothing); `on_batch` sees the report after every committed batch."""
+    refusal there writes nothing); `on_batch` sees the report after every committed batch.
+
+    A signal once batches are deleted ends the collection after the batch in flight (committed
+    or rolled back whole: wfctl.signals), and the report, marked `interrupted`, counts exactly
+    the batches committed; a second signal rolls the batch in flight back at once."""
     started = time.perf_counter()
+    report = GcReport(True, cutoff(conn, options.older_than), options.older_than)
+    stop = threading.Event()
+    try:
+        with flight.single_flight(conn, flight.GC, "wfctl gc"):
+            _collect(conn, world, options, report, reason, on_start, on_batch, started, stop)
+    except KeyboardInterrupt:
+        if not report.batches:
+            raise  # nothing deleted: the plain interruption
+        stop.set()  # a second signal: the batch in flight rolled back
+    report.interrupted = stop.is_set()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _collect(
+    conn: psycopg.Connection[Any],
+    world: World,
+    options: GcOptions,
+    report: GcReport,
+    reason: str,
+    on_start: Callable[[GcReport], None] | None,
+    on_batch: Callable[[GcReport], None] | None,
+    started: float,
+    stop: threading.Event,
+) -> None:
+    """The collection proper, under the single-flight lock (see `collect`)."""
     deadline = None if options.max_time is None else started + options.max_time.total_seconds()
-    with flight.single_flight(conn, flight.GC, "wfctl gc"):
-        report = GcReport(True, cutoff(conn, options.older_than), options.older_than)
-        extras = _extras(conn)
-        with conn.cursor(name=CURSOR, withhold=True, scrollable=True) as cur:
-            cur.execute(sql.load("gc/candidates"), {"cutoff": report.cutoff})
-            report.candidates = _count_and_rewind(conn)
-            if on_start:
-                on_start(report)
-            if report.candidates:
-                audit.require(conn)
-            while True:
+    extras = _extras(conn)
+    with conn.cursor(name=CURSOR, withhold=True, scrollable=True) as cur:
+        cur.execute(sql.load("gc/candidates"), {"cutoff": report.cutoff})
+        report.candidates = _count_and_rewind(conn)
+        if on_start:
+            on_start(report)
+        if report.candidates:
+            audit.require(conn)
+        with stop_on_signal(stop):
+            while not stop.is_set():
                 if deadline is not None and time.perf_counter() >= deadline:
                     report.stopped = "time budget (--max-time) reached; rerun to continue"
                     break
@@ -184,10 +218,10 @@ def collect(
                 report.seconds = time.perf_counter() - started
                 if on_batch:
                     on_batch(report)
-                if options.pause:
-                    time.sleep(options.pause)
-    report.seconds = time.perf_counter() - started
-    return report
+                if options.pause and not stop.is_set():
+                    stop.wait(options.pause)
+        if stop.is_set():
+            report.stopped = "interrupted (SIGINT/SIGTERM); rerun to continue"
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,22 @@
-"""The repair runner: detect, then one short guarded transaction per run.
+"""The repair runner decides: detect, then one short guarded transaction per run, in rounds.
 
 For each run with findings, on --apply:
 1. lock the run row (FOR UPDATE, bounded by the session's lock_timeout); refuse the whole
    run while a queue job for it is locked (a live writer may be about to insert the same
    event; the locked jobs are read as a snapshot at most a second old, see LockedJobs);
+   wait for the other transactions' open writes to the events table (one may be appending
+   the same event: its row is invisible until it commits; `_await_event_writers`);
 2. per finding, in a savepoint: let the repair lock and read its entity row, re-run the very
    check SQL doctor used, scoped to this run, and refuse ("state moved", "too young") unless
    the finding still holds past --min-age; then append through the shared EventWriter, act on
-   the queue, and write the audit row; a refusal rolls back only that finding.
-A dry run does the same reads in a READ ONLY transaction (no locks, no writes) and prints
-the plan. Runs are independent, so several are repaired at once, each on its own connection
-(`workers`): a repair is latency-bound (one commit per run), not CPU-bound.
+   the queue, and write the audit row; a refusal rolls back only that finding;
+3. before committing, wait for the event writers that opened meanwhile and roll the run back
+   if one committed a copy of an appended event (`_refuse_concurrent_copies`).
+The dry run is the apply rehearsed in one transaction that is rolled back (`repair`), so it
+shows what the apply writes, rounds included; on a standby it plans read-only (`_plan_run`).
+Runs are independent, so several are repaired at once, each on its own connection
+(`workers`): a repair is latency-bound (one commit per run), not CPU-bound. What the result
+says (items, verdict) is wfctl.repair.verdict's, which imports nothing from here.
 """
 
 from __future__ import annotations
@@ -18,19 +24,18 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
-import signal
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import groupby
 from typing import Any
 
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
@@ -41,9 +46,17 @@ from wfctl.doctor import registry as checks_registry
 from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
 from wfctl.durations import format_duration
-from wfctl.errors import ExitStatus, RefusedError
-from wfctl.repair import registry, slotlog, verdict, wf135
+from wfctl.errors import RefusedError
+from wfctl.repair import registry, slotlog, wf135
 from wfctl.repair.base import Action, Context, Refused, Repair, Superseded, for_release
+from wfctl.repair.verdict import (
+    Item,
+    RepairReport,
+    counts,
+    interrupted,
+    settle,
+)
+from wfctl.signals import stop_on_signal
 from wfctl.world import ids, queue_locks
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
@@ -66,101 +79,6 @@ class RepairOptions:
         return f"{self.job_prefix}flows"
 
 
-@dataclass
-class Item:
-    """One finding and what happened to it."""
-
-    finding: Finding
-    outcome: str  # planned | applied | refused | skipped
-    reason: str = ""
-    actions: list[str] = field(default_factory=list)
-    event_ids: list[str] = field(default_factory=list)
-    audit_id: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.finding.code,
-            "run_id": self.finding.run_id,
-            "entity_id": self.finding.entity_id,
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "actions": self.actions,
-            "event_ids": self.event_ids,
-            "audit_id": self.audit_id,
-        }
-
-
-@dataclass
-class RepairReport:
-    applied: bool
-    items: list[Item] = field(default_factory=list)
-    before: dict[str, int] = field(default_factory=dict)
-    after: dict[str, int] = field(default_factory=dict)
-    # Wall time of each run's transaction, lock_run to commit: how long locks were held.
-    lock_hold_ms: list[float] = field(default_factory=list)
-    # After an apply: the exit status of doctor in the same scope, run right after (`after`
-    # holds its counts); None for a dry run, or when interrupted before it could run.
-    after_exit: int | None = None
-    rounds: int = 0  # detect-and-repair rounds of the apply (see verdict.converge)
-    unfinished: str = ""  # what the apply could not finish within its rounds, in words
-    interrupted: bool = False  # stopped by SIGINT/SIGTERM: runs not started were left alone
-    # Where the signal landed (INTERRUPTED_DURING); None when not interrupted.
-    interrupted_during: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Nothing refused and, after an apply, doctor in the same scope finds nothing."""
-        return self.exit_status == ExitStatus.OK
-
-    @property
-    def exit_status(self) -> ExitStatus:
-        """What `doctor` in the same scope would exit right after (0 none, 1 warnings only,
-        2 critical, 3 a check could not run), and at least 2 when any finding was refused
-        (dry run: when the plan refuses any); 130 after a signal."""
-        return verdict.exit_status(self)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "applied": self.applied,
-            "ok": self.ok,
-            "exit_code": int(self.exit_status),
-            "interrupted": self.interrupted,
-            "interrupted_during": self.interrupted_during,
-            "rounds": self.rounds,
-            "unfinished": self.unfinished,
-            "items": [i.as_dict() for i in self.items],
-            "before": self.before,
-            "after": self.after,
-            "transactions": len(self.lock_hold_ms),
-            "lock_hold_ms": _quantiles(self.lock_hold_ms),
-        }
-
-
-# Where a signal can land, in order: doctor's read-only pass (first, or after a round that
-# wrote something), the dry run's read-only plan of each run, the release of stale queue locks
-# (each its own committed transaction), the runs' repair transactions.
-INTERRUPTED_DURING = ("detection", "plan", "unlock", "repair")
-
-
-def interrupted(report: RepairReport, during: str) -> RepairReport:
-    """Mark `report` stopped by a signal `during` a phase (INTERRUPTED_DURING); its items are
-    what was committed (or planned) before the signal."""
-    report.interrupted, report.interrupted_during = True, during
-    return report
-
-
-def _quantiles(values: list[float]) -> dict[str, float]:
-    """p50 / p99 / max of the per-run transaction times (nearest rank)."""
-    if not values:
-        return {}
-    ordered = sorted(values)
-
-    def rank(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
-
-    return {"p50": rank(0.5), "p99": rank(0.99), "max": round(ordered[-1], 3)}
-
-
 def detect(conn: psycopg.Connection[Any], world: World, options: RepairOptions) -> list[Finding]:
     """Doctor's findings for the repairable (or reportable) codes, in repair order."""
     return ordered(diagnose(conn, world, options))
@@ -178,6 +96,9 @@ def diagnose(conn: psycopg.Connection[Any], world: World, options: RepairOptions
         limit=options.limit,
         job_prefix=options.job_prefix,
     )
+    if conn.info.transaction_status != TransactionStatus.IDLE:  # inside the rehearsal: it
+        with conn.transaction():  # must see its own writes, and may not turn read-only
+            return doctor.run(conn, world, checks, opts)
     with read_only(conn):
         return doctor.run(conn, world, checks, opts)
 
@@ -187,14 +108,6 @@ def ordered(report: doctor.Report) -> list[Finding]:
     order = {r.code: n for n, r in enumerate(registry.ORDER)}
     found = [f for f in report.findings() if f.run_id is not None or f.code in registry.REPORT_ONLY]
     return sorted(found, key=lambda f: (f.run_id or "", order.get(f.code, 99)))
-
-
-def counts(findings: list[Finding]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for f in findings:
-        if not f.in_flight:
-            out[f.code] = out.get(f.code, 0) + 1
-    return out
 
 
 def repair(
@@ -207,23 +120,121 @@ def repair(
     connect: Callable[[], psycopg.Connection[Any]] | None = None,
     unlock: wf135.Unlock | None = None,
 ) -> RepairReport:
-    """Plan (dry run) or apply repairs for every finding; see the module docstring.
+    """Apply repairs for every finding, or rehearse the apply (the dry run); see the module
+    docstring.
+
+    The dry run is the apply itself, run in one transaction that is rolled back: the same
+    rounds, guards, released locks and writes, so it shows exactly what the apply will write
+    and exits as it will (what it cannot show: a session that writes between the two). It
+    takes the apply's row locks while it runs; it writes no audit row. On a read-only standby,
+    where no write can even be tried, it plans read-only (`RepairReport.read_only_plan`).
 
     `connect` opens more sessions for parallel applies (`options.workers`); without it,
     everything runs on `conn`. `unlock` first lists (dry run) or releases the dead workers'
     locks it selects (WF135), so the repairs of those runs are no longer refused.
     """
-    if not apply:
-        report = RepairReport(applied=False)
-        try:
+    if apply:
+        return converge(conn, world, options, reason=reason, connect=connect, unlock=unlock)
+    if world.standby:
+        return _read_only_plan(conn, world, options, unlock)
+    try:
+        with conn.transaction(force_rollback=True):
+            conn.execute(sql.load("repair/transaction_name"), {"name": REPAIRING})
+            report = converge(conn, world, options, reason=reason, unlock=unlock, rehearse=True)
+    except KeyboardInterrupt:  # the rehearsal rolled back: nothing written, nothing to show
+        return interrupted(RepairReport(applied=False), "plan")
+    for item in report.items:
+        if item.outcome == "applied":
+            item.outcome, item.event_ids, item.audit_id = "planned", [], None
+    if report.interrupted and report.interrupted_during != "detection":
+        report.interrupted_during = "plan"  # its writes were rehearsals, rolled back
+    return report
+
+
+def _read_only_plan(
+    conn: psycopg.Connection[Any],
+    world: World,
+    options: RepairOptions,
+    unlock: wf135.Unlock | None,
+) -> RepairReport:
+    """The dry run where nothing can be rehearsed (a standby): each run planned in a READ
+    ONLY transaction with the apply's guards and decisions (`_plan_run`), one round."""
+    report = RepairReport(applied=False, read_only_plan="the server is a read-only standby")
+    try:
+        detected = diagnose(conn, world, options)
+    except KeyboardInterrupt:  # psycopg cancelled the query; the read-only transaction
+        return interrupted(report, "detection")  # rolled back: nothing to undo
+    report.rounds = 1
+    _round(conn, world, options, report, detected, apply=False, unlock=unlock)
+    return report
+
+
+# Rounds of one apply. Each round after the first needs a finding no earlier round saw that a
+# repair of the previous round uncovered; chains are short (release -> WF132, heal -> WF133).
+MAX_ROUNDS = 4
+
+
+def converge(
+    conn: psycopg.Connection[Any],
+    world: World,
+    options: RepairOptions,
+    *,
+    reason: str,
+    connect: Callable[[], psycopg.Connection[Any]] | None = None,
+    unlock: wf135.Unlock | None = None,
+    rehearse: bool = False,
+) -> RepairReport:
+    """Apply in rounds until doctor finds nothing new to attempt, then give doctor's verdict
+    (verdict.settle). Each round repairs what doctor found and no round attempted yet; then
+    doctor runs again in the repair's scope. A step can uncover findings the previous
+    detection could not see: a released dead worker's lock turns its run's duplicate recovery
+    jobs into a WF132 (the check skips locked jobs), a healed wait can leave a run with no
+    wake-up (WF133). So while a round applied something and the new detection holds findings
+    no round attempted, another round runs, up to MAX_ROUNDS; what is then left is said in
+    `unfinished`.
+
+    A signal during a detection (the first, or one after a round) ends the apply there: the
+    report lists what earlier rounds wrote, `interrupted_during` is "detection", and no
+    verdict is given; one during a round is handled by the round."""
+    report = RepairReport(applied=not rehearse)
+    stop = threading.Event()
+    attempted: set[tuple[str, str | None, str | None]] = set()
+    try:
+        detected = diagnose(conn, world, options)
+        while True:
+            report.rounds += 1
+            items = _round(
+                conn, world, options, report, detected, apply=True, reason=reason,
+                connect=None if rehearse else connect, unlock=unlock, attempted=attempted,
+                stop=stop, rehearse=rehearse,
+            )  # fmt: skip
+            if report.interrupted:
+                return report  # what was written is in the items; no verdict after a signal
+            if not any(i.outcome == "applied" for i in items):
+                if any(i.outcome == "refused" for i in items):  # moved under it: whoever
+                    detected = diagnose(conn, world, options)  # moved it, doctor's verdict now
+                break  # else nothing moved: the detection this round acted on is doctor's
             detected = diagnose(conn, world, options)
-        except KeyboardInterrupt:  # psycopg cancelled the query; the read-only transaction
-            return interrupted(report, "detection")  # rolled back: nothing to undo
-        _round(conn, world, options, report, detected, apply=False, unlock=unlock)
-        return report
-    return verdict.converge(
-        conn, world, options, reason=reason, connect=connect, unlock=unlock, one_round=_round
-    )
+            new = _unattempted(detected, attempted)
+            if not new:
+                break
+            if report.rounds == MAX_ROUNDS:
+                report.unfinished = (
+                    f"{len(new)} finding(s) uncovered by the last of {MAX_ROUNDS} rounds were "
+                    f"not attempted ({', '.join(sorted({code for code, _, _ in new}))}): run "
+                    "the apply again"
+                )
+                break
+    except KeyboardInterrupt:  # psycopg cancelled doctor's query; its read-only transaction
+        return interrupted(report, "detection")  # rolled back: nothing of this pass written
+    return settle(report, detected)
+
+
+def _unattempted(
+    detected: doctor.Report, attempted: set[tuple[str, str | None, str | None]]
+) -> list[tuple[str, str | None, str | None]]:
+    """Actionable findings (not in flight) no round has attempted yet."""
+    return [key for f in ordered(detected) if not f.in_flight and (key := _key(f)) not in attempted]
 
 
 def _round(
@@ -239,14 +250,16 @@ def _round(
     unlock: wf135.Unlock | None = None,
     attempted: set[tuple[str, str | None, str | None]] | None = None,
     stop: threading.Event | None = None,
+    rehearse: bool = False,
 ) -> list[Item]:
     """One detect-and-repair pass over `detected`: the stale locks `unlock` selects, then each
     run's findings not in `attempted` (the keys are added). Items are appended to `report`
-    (and returned); a dry run plans instead of writing.
+    (and returned); a read-only plan (`apply` False) plans instead of writing; a rehearsal
+    writes as the apply does, without audit rows, in the caller's transaction.
 
     A signal (KeyboardInterrupt) ends the round with `report` marked interrupted and where:
     while reading (detection, plan) at once; while writing (unlock, repair) the transaction in
-    flight commits or rolls back whole first (`_stop_on_signal`), so the items are exactly
+    flight commits or rolls back whole first (wfctl.signals), so the items are exactly
     what was committed."""
     try:
         locks = wf135.stale(conn, options.task, unlock, options.run_ids) if unlock else []
@@ -303,8 +316,9 @@ def _round(
         started = time.perf_counter()
         stale = _Stale(unlock, with_run.get(run_id, [])) if unlock is not None else None
         items = _apply_run(
-            session, world, writer, options, run_id, todo, reason, locked_jobs, stale
-        )
+            session, world, writer, options, run_id, todo, reason, locked_jobs, stale,
+            rehearse=rehearse,
+        )  # fmt: skip
         with lock:
             report.items.extend(items)
             report.lock_hold_ms.append((time.perf_counter() - started) * 1000)
@@ -314,10 +328,15 @@ def _round(
     stop = stop or threading.Event()
     during = "unlock" if unlock is not None and alone else "repair"
     try:
-        with _stop_on_signal(stop):
+        # A rehearsal stops at the first signal: all of it rolls back, nothing to finish.
+        with contextlib.nullcontext() if rehearse else stop_on_signal(stop):
             # Each lock released alone commits on its own: listed as it commits, in front of
             # this round's other items; no release starts after the signal.
-            releases = wf135.release(conn, alone, unlock, reason) if unlock else iter(())
+            releases = (
+                wf135.release(conn, alone, unlock, reason, audit=not rehearse)
+                if unlock
+                else iter(())
+            )
             for n, release in enumerate(releases):
                 report.items.insert(start + n, _item(release))
                 if stop.is_set():
@@ -330,7 +349,8 @@ def _round(
                             break
                         one(conn, run_id, todo)
                 else:
-                    _in_parallel(batches, one, connect, min(options.workers, len(batches)), stop)
+                    workers = min(options.workers, len(batches))
+                    _in_parallel(world, batches, one, connect, workers, stop)
     except KeyboardInterrupt:
         # A second signal (or SIGTERM/SIGINT outside the main thread's handler): the
         # transaction in flight on this thread was rolled back; report what was written.
@@ -338,35 +358,6 @@ def _round(
     if stop.is_set():
         interrupted(report, during)
     return report.items[start:]
-
-
-@contextlib.contextmanager
-def _stop_on_signal(stop: threading.Event) -> Iterator[None]:
-    """While an apply writes: the first SIGINT/SIGTERM sets `stop` instead of raising, so the
-    transaction in flight (a lock release, a run's repair: milliseconds, bounded by
-    lock_timeout) commits or rolls back whole and its items are reported as they are (a
-    KeyboardInterrupt during a COMMIT would lose whether it committed); nothing starts after.
-    A second signal raises KeyboardInterrupt at once: the transaction in flight rolls back.
-    Outside the main thread (an embedding application) signals are left alone."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(_signum: int, _frame: object) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        sys.stderr.write(
-            "wfctl: stopping once the transaction in flight ends (signal again to roll it back)\n"
-        )
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            if old is not None:
-                signal.signal(sig, old)
 
 
 def _item(release: wf135.Release) -> Item:
@@ -388,6 +379,7 @@ class _Stale:
 
 
 def _in_parallel(
+    world: World,
     batches: list[tuple[str, list[Finding]]],
     one: Callable[[psycopg.Connection[Any], str, list[Finding]], None],
     connect: Callable[[], psycopg.Connection[Any]],
@@ -404,6 +396,7 @@ def _in_parallel(
 
     def work() -> None:
         with connect() as session:
+            world.guard(session)
             while not stop.is_set():
                 try:
                     run_id, todo = pending.get_nowait()
@@ -483,18 +476,23 @@ def _plan_run(
         for finding in findings:
             try:
                 action = _decide(ctx, options, finding)
-                scheme = ""
-                if action.events:
-                    rewritten = f"slot (after the {ctx.rewritten} rewrite)" if ctx.rewritten else ""
-                    scheme = rewritten or writer.scheme(conn, run_id, lock=False)
-                guards = _guards(finding, world)
-                lines = action.describe() + ([f"id scheme: {scheme}"] if scheme else []) + guards
-                items.append(Item(finding, "planned", actions=lines))
+                items.append(Item(finding, "planned", actions=_plan_lines(ctx, finding, action)))
             except Superseded as exc:
                 items.append(Item(finding, "skipped", str(exc)))
             except (Refused, RefusedError) as exc:
                 items.append(Item(finding, "refused", str(exc)))
     return items
+
+
+def _plan_lines(ctx: Context, finding: Finding, action: Action) -> list[str]:
+    """What a dry run shows of one decided finding: the writes, the id scheme of appended
+    events, and the guards the apply re-checks."""
+    scheme = ""
+    if action.events:
+        rewritten = f"slot (after the {ctx.rewritten} rewrite)" if ctx.rewritten else ""
+        scheme = rewritten or ctx.writer.scheme(ctx.conn, ctx.run["id"], lock=False)
+    guards = _guards(finding, ctx.world)
+    return action.describe() + ([f"id scheme: {scheme}"] if scheme else []) + guards
 
 
 def _guards(finding: Finding, world: World) -> list[str]:
@@ -548,19 +546,25 @@ def _apply_run(
     reason: str,
     locked_jobs: LockedJobs,
     stale: _Stale | None = None,
+    *,
+    rehearse: bool = False,
 ) -> list[Item]:
     """One run's repairs in one transaction, under its row locks. Its stale queue locks
     (`stale`) are released first in the same transaction, so no worker can take the job
     before the heal commits; if the run's repair is refused, they are released on their
-    own afterwards, as the operator asked."""
+    own afterwards, as the operator asked. Before its first write, the transaction waits
+    for the other sessions' open writes to the events table (`_await_event_writers`): one
+    may be appending the very event this repair would. `rehearse`: no audit rows (the
+    caller rolls everything back)."""
     items: list[Item] = []
     released: list[Item] = []
     try:
         with conn.transaction():
+            conn.execute(sql.load("repair/transaction_name"), {"name": REPAIRING})
             ctx = _context(conn, world, writer, options, run_id, lock=True)
             if stale and stale.locks:
                 released = [
-                    _item(wf135.release_one(conn, held, stale.unlock, reason))
+                    _item(wf135.release_one(conn, held, stale.unlock, reason, not rehearse))
                     for held in stale.locks
                 ]
             if world.has_graphile:
@@ -570,20 +574,75 @@ def _apply_run(
                     else locked_jobs
                 )
                 _run_guard(conn, options, run_id, fresh, set())
+            _await_event_writers(conn)
             for finding in findings:
-                items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1))
+                items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1, rehearse))
+            appended = [e for i in items if i.outcome == "applied" for e in i.event_ids]
+            if appended and _await_event_writers(conn):  # opened while this one wrote
+                _refuse_concurrent_copies(conn, run_id, appended)
     except Refused as exc:
         done = {id(i.finding) for i in items}
         items = [Item(f, "refused", str(exc)) for f in findings if id(f) not in done] + [
             Item(i.finding, "refused", str(exc)) for i in items
         ]
-        released = _release_alone(conn, stale, reason)
+        released = _release_alone(conn, stale, reason, rehearse)
     except pgerrors.LockNotAvailable:
         items = [
             Item(f, "refused", "lock timeout: another session holds the run") for f in findings
         ]
-        released = _release_alone(conn, stale, reason)
+        released = _release_alone(conn, stale, reason, rehearse)
     return released + items
+
+
+# A repair's transaction (and a dry run's rehearsal) names itself for the transaction: other
+# repairs do not wait for its writes (sql/repair/transaction_name.sql, open_event_writers.sql).
+REPAIRING = f"wfctl/{__version__} repair"
+# With no lock_timeout set (0), the longest wait for another session's open event writes.
+WRITERS_WAIT_S = 30.0
+
+
+def _await_event_writers(conn: psycopg.Connection[Any]) -> bool:
+    """Wait for the transactions that have written to the events table and are still open
+    when the run's transaction is about to write (up to the session's lock_timeout): one may
+    be appending the very event this repair would append, and its row is invisible until it
+    commits. Once they ended, the re-check under lock (`_recheck`, a new statement) sees what
+    they committed. One still open past the limit refuses the run. Called before the run's
+    first write, so two repairs never wait on each other, and again just before it commits
+    (`_refuse_concurrent_copies`). What remains: a writer whose insert starts after that last
+    look and commits after this transaction (one round trip). Whether it waited."""
+    query = sql.load("repair/open_event_writers")
+    rows = conn.execute(query, {"repairing": REPAIRING}).fetchall()
+    if not rows:
+        return False
+    waiting = {(pid, vxid) for pid, vxid, _ in rows}
+    limit = float(rows[0][2]) or WRITERS_WAIT_S
+    deadline = time.monotonic() + limit
+    while waiting:
+        if time.monotonic() > deadline:
+            pid = sorted(waiting, key=lambda w: (w[0] is None, w))[0][0]
+            raise Refused(
+                f"another transaction (pid {pid}) has written to workflow.workflow_events and "
+                f"is still open after {format_duration(timedelta(seconds=limit))}: it may be "
+                "appending this very event; nothing written for the run (retry once it ended)"
+            )
+        time.sleep(0.005)
+        rows = conn.execute(query, {"repairing": REPAIRING}).fetchall()
+        waiting &= {(pid, vxid) for pid, vxid, _ in rows}
+    return True
+
+
+def _refuse_concurrent_copies(conn: psycopg.Connection[Any], run_id: str, ids: list[str]) -> None:
+    """Before committing, after waiting for the writers that opened while this repair wrote:
+    refuse (the run's repair rolls back) if one of them committed a copy of an event this
+    repair appended: the original writer landed after all, and two would be a duplicate."""
+    params = {"run_id": run_id, "ids": ids}
+    copies = conn.execute(sql.load("repair/concurrent_copies"), params).fetchall()
+    if copies:
+        mine, kind, entity, other = copies[0]
+        raise Refused(
+            f"state moved: another session committed {kind} {other} for {entity or run_id} "
+            f"while this repair appended {mine}: rolled back (no duplicate)"
+        )
 
 
 def _run_guard(
@@ -617,10 +676,13 @@ def _decide(ctx: Context, options: RepairOptions, finding: Finding) -> Action:
     return action
 
 
-def _release_alone(conn: psycopg.Connection[Any], stale: _Stale | None, reason: str) -> list[Item]:
+def _release_alone(
+    conn: psycopg.Connection[Any], stale: _Stale | None, reason: str, rehearse: bool
+) -> list[Item]:
     if not stale or not stale.locks:
         return []
-    return [_item(r) for r in wf135.release(conn, stale.locks, stale.unlock, reason)]
+    released = wf135.release(conn, stale.locks, stale.unlock, reason, audit=not rehearse)
+    return [_item(r) for r in released]
 
 
 def _locked_message(job: dict[str, Any]) -> str:
@@ -638,18 +700,22 @@ def _locked_message(job: dict[str, Any]) -> str:
 
 
 def _apply_one(
-    ctx: Context, options: RepairOptions, finding: Finding, reason: str, savepoint: bool
+    ctx: Context,
+    options: RepairOptions,
+    finding: Finding,
+    reason: str,
+    savepoint: bool,
+    rehearse: bool = False,
 ) -> Item:
     """One finding; with others in the same run, in a savepoint so a refusal undoes only it."""
     scope = ctx.conn.transaction() if savepoint else contextlib.nullcontext()
     try:
         with scope:
             action = _decide(ctx, options, finding)
+            lines = _plan_lines(ctx, finding, action) if rehearse else action.describe()
             written = _execute(ctx, action)
-            audit = _audit(ctx, finding, reason, action, written)
-            return Item(
-                finding, "applied", actions=action.describe(), event_ids=written, audit_id=audit
-            )
+            audit = None if rehearse else _audit(ctx, finding, reason, action, written)
+            return Item(finding, "applied", actions=lines, event_ids=written, audit_id=audit)
     except Superseded as exc:
         return Item(finding, "skipped", str(exc))
     except (Refused, RefusedError) as exc:  # RefusedError: the writer met a mixed-scheme log

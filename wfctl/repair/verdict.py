@@ -1,48 +1,127 @@
-"""What an apply says when it is done: the same as `wfctl doctor` in the same scope right after.
+"""What a repair says: its items, and a verdict equal to `wfctl doctor`'s in the same scope.
 
-An apply is one or more rounds. Each round repairs what doctor found and not yet attempted;
-then doctor runs again in the repair's scope (its --only, --run, --all, --min-age). A step
-can uncover findings the previous detection could not see: a released dead worker's lock
-turns its run's duplicate recovery jobs into a WF132 (the check skips locked jobs), a healed
-wait can leave a run with no wake-up (WF133). So while a round applied something and the new
-detection holds findings no round attempted, another round runs, up to MAX_ROUNDS; what is
-then left is said in `unfinished`. The last detection is the report's `after` (every finding
-still there, report-only, refused, skipped and in need of another apply alike) and its exit
-status is the apply's, raised to 2 when anything was refused: an apply never says done while
-doctor would say otherwise.
+This module reports; wfctl.repair.runner decides (it imports this, never the reverse). An
+apply (and a dry run, which rehearses the apply in a transaction it rolls back) ends with a
+detection in the repair's scope: that is the report's `after` and its exit status is the
+command's, raised to 2 only by a refused finding doctor still finds. A finding doctor no
+longer finds was healed meanwhile by another session (a lost race): its item says so and it
+is not a failure, so a cron'd repair that loses a race to another does not page anyone.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import psycopg
-
+from wfctl.doctor.base import Finding, Status
 from wfctl.errors import ExitStatus
 
 if TYPE_CHECKING:
     from wfctl.doctor import runner as doctor
-    from wfctl.repair import wf135
-    from wfctl.repair.runner import RepairOptions, RepairReport
-    from wfctl.world.model import World
 
-# Rounds of one apply. Each round after the first needs a finding no earlier round saw that a
-# repair of the previous round uncovered; chains are short (release -> WF132, heal -> WF133).
-MAX_ROUNDS = 4
+# Where a signal can land, in order: doctor's read-only pass (first, or after a round that
+# wrote something), the dry run's plan, the release of stale queue locks (each its own
+# committed transaction), the runs' repair transactions.
+INTERRUPTED_DURING = ("detection", "plan", "unlock", "repair")
+# The reason of an item whose finding another session healed (a lost race): not a refusal.
+HEALED_ELSEWHERE = "healed meanwhile by another session (doctor no longer finds it)"
+
+
+@dataclass
+class Item:
+    """One finding and what happened to it."""
+
+    finding: Finding
+    outcome: str  # planned | applied | refused | skipped
+    reason: str = ""
+    actions: list[str] = field(default_factory=list)
+    event_ids: list[str] = field(default_factory=list)
+    audit_id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.finding.code,
+            "run_id": self.finding.run_id,
+            "entity_id": self.finding.entity_id,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "actions": self.actions,
+            "event_ids": self.event_ids,
+            "audit_id": self.audit_id,
+        }
+
+
+@dataclass
+class RepairReport:
+    applied: bool
+    items: list[Item] = field(default_factory=list)
+    before: dict[str, int] = field(default_factory=dict)
+    after: dict[str, int] = field(default_factory=dict)
+    # Wall time of each run's transaction, lock_run to commit: how long locks were held.
+    lock_hold_ms: list[float] = field(default_factory=list)
+    # The exit status of doctor in the same scope right after the apply (the dry run: after
+    # its rehearsal); `after` holds its counts. None when interrupted before it could run, or
+    # for a dry run planned read-only (a standby).
+    after_exit: int | None = None
+    rounds: int = 0  # detect-and-repair rounds (see runner.converge)
+    unfinished: str = ""  # what the apply could not finish within its rounds, in words
+    interrupted: bool = False  # stopped by SIGINT/SIGTERM: runs not started were left alone
+    # Where the signal landed (INTERRUPTED_DURING); None when not interrupted.
+    interrupted_during: str | None = None
+    # A dry run that could not rehearse (a read-only standby): planned read-only, one round,
+    # without the effects of one repair on the next; says why.
+    read_only_plan: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Nothing refused and, after an apply, doctor in the same scope finds nothing."""
+        return self.exit_status == ExitStatus.OK
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        return exit_status(self)
+
+    @property
+    def healed_elsewhere(self) -> int:
+        """Findings another session healed meanwhile (lost races)."""
+        return sum(1 for i in self.items if i.reason == HEALED_ELSEWHERE)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "ok": self.ok,
+            "exit_code": int(self.exit_status),
+            "interrupted": self.interrupted,
+            "interrupted_during": self.interrupted_during,
+            "rounds": self.rounds,
+            "unfinished": self.unfinished,
+            "healed_elsewhere": self.healed_elsewhere,
+            "read_only_plan": self.read_only_plan,
+            "items": [i.as_dict() for i in self.items],
+            "before": self.before,
+            "after": self.after,
+            "transactions": len(self.lock_hold_ms),
+            "lock_hold_ms": _quantiles(self.lock_hold_ms),
+        }
+
+
+def interrupted(report: RepairReport, during: str) -> RepairReport:
+    """Mark `report` stopped by a signal `during` a phase (INTERRUPTED_DURING); its items are
+    what was committed (or planned) before the signal."""
+    report.interrupted, report.interrupted_during = True, during
+    return report
 
 
 def exit_status(report: RepairReport) -> ExitStatus:
-    """Doctor's exit status after the apply (in the same scope), at least CRITICAL when a
-    finding was refused; a dry run: CRITICAL when the plan refuses any finding, else OK;
-    INTERRUPTED (130) after a signal, apply or dry run."""
+    """Doctor's exit status after the apply (the dry run: after its rehearsal), in the same
+    scope, at least CRITICAL while a refused finding remains; a read-only plan: CRITICAL when
+    it refuses any finding, else OK; INTERRUPTED (130) after a signal."""
     if report.interrupted:
         return ExitStatus.INTERRUPTED  # what the process exits: no verdict after a signal
     refused = any(i.outcome == "refused" for i in report.items)
-    if not report.applied:
+    if report.after_exit is None:
         return ExitStatus.CRITICAL if refused else ExitStatus.OK
-    status = ExitStatus(report.after_exit if report.after_exit is not None else 0)
+    status = ExitStatus(report.after_exit)
     if refused and status in (ExitStatus.OK, ExitStatus.WARNING):
         return ExitStatus.CRITICAL
     return status
@@ -53,81 +132,48 @@ def remaining(detected: doctor.Report) -> dict[str, int]:
     return {r.check.code: r.count for r in detected.results if r.count}
 
 
-def converge(
-    conn: psycopg.Connection[Any],
-    world: World,
-    options: RepairOptions,
-    *,
-    reason: str,
-    connect: Callable[[], psycopg.Connection[Any]] | None,
-    unlock: wf135.Unlock | None,
-    one_round: Callable[..., list[Any]],
-    stop: threading.Event | None = None,
-) -> RepairReport:
-    """Apply in rounds until doctor finds nothing new to attempt (see the module docstring).
-
-    A signal during a detection (the first, or one after a round) ends the apply there: the
-    report lists what earlier rounds wrote, `interrupted_during` is "detection", and no
-    verdict is given; one during a round is handled by the round (`one_round`)."""
-    from wfctl.repair.runner import RepairReport, interrupted
-
-    report = RepairReport(applied=True)
-    try:
-        return _rounds(conn, world, options, report, reason, connect, unlock, one_round, stop)
-    except KeyboardInterrupt:  # psycopg cancelled doctor's query; its read-only transaction
-        return interrupted(report, "detection")  # rolled back: nothing of this pass written
+def counts(findings: list[Finding]) -> dict[str, int]:
+    """Actionable findings by code (in-flight ones are not counted, as doctor)."""
+    out: dict[str, int] = {}
+    for f in findings:
+        if not f.in_flight:
+            out[f.code] = out.get(f.code, 0) + 1
+    return out
 
 
-def _rounds(
-    conn: psycopg.Connection[Any],
-    world: World,
-    options: RepairOptions,
-    report: RepairReport,
-    reason: str,
-    connect: Callable[[], psycopg.Connection[Any]] | None,
-    unlock: wf135.Unlock | None,
-    one_round: Callable[..., list[Any]],
-    stop: threading.Event | None,
-) -> RepairReport:
-    from wfctl.repair.runner import diagnose
-
-    stop = stop or threading.Event()
-    attempted: set[tuple[str, str | None, str | None]] = set()
-    detected = diagnose(conn, world, options)
-    while True:
-        report.rounds += 1
-        items = one_round(
-            conn, world, options, report, detected, apply=True, reason=reason,
-            connect=connect, unlock=unlock, attempted=attempted, stop=stop,
-        )  # fmt: skip
-        if report.interrupted:
-            return report  # what was written is in the items; no verdict after a signal
-        if not any(i.outcome == "applied" for i in items):
-            break  # nothing written: the detection this round acted on is still doctor's
-        detected = diagnose(conn, world, options)
-        new = _unattempted(detected, attempted)
-        if not new:
-            break
-        if report.rounds == MAX_ROUNDS:
-            report.unfinished = (
-                f"{len(new)} finding(s) uncovered by the last of {MAX_ROUNDS} rounds were not "
-                f"attempted ({', '.join(sorted({code for code, _, _ in new}))}): run the apply "
-                "again"
-            )
-            break
+def settle(report: RepairReport, detected: doctor.Report) -> RepairReport:
+    """Give `report` the verdict of `detected`, doctor in the same scope right after: its
+    counts and exit status; a refused item whose finding doctor no longer finds (in flight or
+    not) was healed by another session meanwhile, and says so instead."""
     report.after = remaining(detected)
     report.after_exit = int(detected.exit_status)
+    still = {_key(f) for f in detected.findings()}
+    # Only where doctor looked and listed everything it found: an UNKNOWN check, or one with
+    # more findings than samples, proves nothing gone.
+    whole = {
+        r.check.code
+        for r in detected.results
+        if r.status not in (Status.UNKNOWN, Status.NOT_APPLICABLE)
+        and r.count + r.in_flight <= len(r.samples)
+    }
+    for item in report.items:
+        f = item.finding
+        if item.outcome == "refused" and f.code in whole and _key(f) not in still:
+            item.outcome, item.reason = "skipped", HEALED_ELSEWHERE
     return report
 
 
-def _unattempted(
-    detected: doctor.Report, attempted: set[tuple[str, str | None, str | None]]
-) -> list[tuple[str, str | None, str | None]]:
-    """Actionable findings (not in flight) no round has attempted yet."""
-    from wfctl.repair.runner import ordered
+def _key(finding: Finding) -> tuple[str, str | None, str | None]:
+    return finding.code, finding.run_id, finding.entity_id
 
-    return [
-        key
-        for f in ordered(detected)
-        if not f.in_flight and (key := (f.code, f.run_id, f.entity_id)) not in attempted
-    ]
+
+def _quantiles(values: list[float]) -> dict[str, float]:
+    """p50 / p99 / max of the per-run transaction times (nearest rank)."""
+    if not values:
+        return {}
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    return {"p50": rank(0.5), "p99": rank(0.99), "max": round(ordered[-1], 3)}

@@ -75,21 +75,28 @@ def release(
     locks: list[dict[str, Any]],
     unlock: Unlock,
     reason: str,
+    *,
+    audit: bool = True,
 ) -> Iterator[Release]:
     """Release each lock in its own short transaction (the locks of runs with nothing else to
     repair; the others go in their run's repair transaction, see runner._apply_run), each
     yielded once committed: a caller stopped by a signal still knows every release made."""
     for lock in locks:
         with conn.transaction():
-            done = release_one(conn, lock, unlock, reason)
+            done = release_one(conn, lock, unlock, reason, audit)
         yield done
 
 
 def release_one(
-    conn: psycopg.Connection[Any], lock: dict[str, Any], unlock: Unlock, reason: str
+    conn: psycopg.Connection[Any],
+    lock: dict[str, Any],
+    unlock: Unlock,
+    reason: str,
+    audit: bool = True,
 ) -> Release:
-    """Release one lock and audit it, in the caller's transaction: re-checked under the
-    job's row lock (same holder, same instant, still selected), else skipped."""
+    """Release one lock and audit it (not in a dry run's rehearsal), in the caller's
+    transaction: re-checked under the job's row lock (same holder, same instant, still
+    selected), else skipped."""
     finding, action = _finding(lock), _action(lock)
     done = conn.execute(
         sql.load("repair/release_lock"),
@@ -107,7 +114,9 @@ def release_one(
             action,
             "state moved: the lock was released or taken by another worker meanwhile",
         )
-    audit = conn.execute(
+    if not audit:
+        return Release(finding, "applied", action)
+    row = conn.execute(
         sql.load("repair/audit"),
         {
             "version": __version__,
@@ -133,8 +142,8 @@ def release_one(
             ),
         },
     ).fetchone()
-    assert audit is not None
-    return Release(finding, "applied", action, audit_id=int(audit[0]))
+    assert row is not None
+    return Release(finding, "applied", action, audit_id=int(row[0]))
 
 
 def _finding(lock: dict[str, Any]) -> Finding:

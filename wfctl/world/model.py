@@ -65,9 +65,21 @@ class World:
     standby: bool = False
     # Tables of WORLD_TABLES (and the slot era's marker table) that do not exist.
     missing_tables: list[str] = field(default_factory=list)
-    # graphile_worker tables whose rows row-level security hides from this role (see
-    # sql/world/world_presence.sql): the queue cannot be judged, nor its locks guarded.
-    queue_hidden: list[str] = field(default_factory=list)
+    # Tables wfctl reasons about whose rows this role cannot be shown to read whole, as
+    # {table, why} (sql/world/world_presence.sql: row-level security, a view in a table's
+    # place): what reads one is UNKNOWN, and nothing is written (require_writable).
+    hidden: list[dict[str, str]] = field(default_factory=list)
+    # RLS applies to this role somewhere in scope (even proven whole): no row_security = off.
+    rls_active: bool = False
+
+    @property
+    def queue_hidden(self) -> list[str]:
+        """The graphile_worker tables among `hidden`: the queue cannot be judged."""
+        return [h["table"] for h in self.hidden if h["table"].startswith("graphile_worker.")]
+
+    def hidden_in(self, text: str) -> list[str]:
+        """Why the rows of each hidden table that `text` (a query) names are not all seen."""
+        return [h["why"] for h in self.hidden if h["table"] in text]
 
     @property
     def queue_unreadable(self) -> str:
@@ -136,6 +148,7 @@ class World:
             "catalog_drift": self.drift,
             "missing_tables": self.missing_tables,
             "queue_hidden_by_rls": self.queue_hidden,
+            "hidden_rows": self.hidden,
             "upgrade": (lambda u: u.as_dict() if u else None)(self.upgrade()),
         }
 
@@ -164,6 +177,36 @@ class World:
                 f"{self.kind} cannot take {action}: {reason}",
                 hint="nothing was written; `wfctl info` shows the release (docs/releases.md)",
             )
+
+    def require_writable(self, doing: str, action: str = "", *, world: bool = True) -> None:
+        """THE write gate: every writer asks it before writing. Exit 3 when wfctl cannot see or
+        know the world (none, unknown shape or migration, a table missing: `world`; rows hidden
+        from this role); exit 2 on a standby, or when the release refuses `action`."""
+        if world:
+            self.require_known()
+        self.require_visible(doing)
+        self.require_primary(doing)
+        if action:
+            self.require_supports(action)
+
+    def require_visible(self, doing: str) -> None:
+        """Refuse (exit 3) while rows of a table wfctl reasons about are hidden from this role:
+        what looks missing may only be unseen (a repair would duplicate it)."""
+        if self.hidden:
+            raise WfctlError(
+                f"cannot {doing}: wfctl does not see every row: "
+                + "; ".join(h["why"] for h in self.hidden),
+                hint="nothing was written; run as the tables' owner, a BYPASSRLS role, or add "
+                "a policy USING (true) for this role (docs/cli.md, 'Roles')",
+            )
+
+    def guard(self, conn: psycopg.Connection[Any]) -> None:
+        """Arm PostgreSQL's own guard on this session where no RLS applies to the role: with
+        `row_security = off` a read a policy would filter (one created after this look) fails,
+        "query would be affected by row-level security policy", rather than read short. Not
+        where RLS applies even proven whole (a `USING (true)` policy): those reads would fail."""
+        if not self.rls_active:
+            conn.execute(sql.load("world/row_security_off"))
 
     def require_known(self) -> None:
         """Refuse (exit 3) unless this is a world of an era wfctl understands."""
@@ -218,12 +261,14 @@ def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
         migrations=recorded,
         unknown_migrations=unknown,
         standby=p["in_recovery"],
-        queue_hidden=list(p["queue_hidden"]) if p["has_graphile_jobs"] else [],
+        hidden=list(p["hidden"]),
+        rls_active=p["rls_active"],
         has_run_queue=p["has_run_queue"],
     )
     if world.present:
         wanted = WORLD_TABLES + (("workflow.workflow_event_slots",) if era == "slot" else ())
         world.missing_tables = [t for t in wanted if t not in p["world_tables"]]
+    world.guard(conn)
     if with_drift and world.present:
         world.drift = [
             d.text + (f" (upstream {d.known})" if d.known else "")

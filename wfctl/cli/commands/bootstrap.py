@@ -43,7 +43,8 @@ def bootstrap(
     with connect(st.target, autocommit=True) as conn:
         try:
             with read_only(conn):
-                model.inspect(conn, with_drift=False).require_primary("bootstrap a world")
+                world = model.inspect(conn, with_drift=False)
+                world.require_writable("bootstrap a world", world=False)
             # imported here: alembic/SQLAlchemy cost ~0.5 s that other commands never need
             from wfctl.world.bootstrap import bootstrap as run_bootstrap
 

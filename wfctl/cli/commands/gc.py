@@ -13,7 +13,7 @@ from wfctl.cli.output import Format, Output
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.durations import format_duration, parse_duration
-from wfctl.errors import ExitStatus, UsageError
+from wfctl.errors import ExitStatus, Interrupted, UsageError
 from wfctl.ops import gc
 from wfctl.ops.progress import Throttled
 from wfctl.world import model
@@ -77,15 +77,30 @@ def gc_command(
             with read_only(conn):
                 world = model.inspect(conn, with_drift=False)
             world.require_known()
+            world.require_visible("collect garbage")
             if not apply:
                 report = gc.plan(conn, world, options)
             else:
-                world.require_primary("collect garbage")
+                world.require_writable("collect garbage")
                 report = _apply(st.output, conn, world, options, reason_text, yes)
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "collecting garbage") from None
+        except KeyboardInterrupt:  # before the first batch committed
+            what = "nothing deleted" if apply else "dry run, nothing deleted"
+            raise Interrupted(f"wfctl: interrupted: {what}") from None
     _print(st.output, fmt, report)
+    if report.interrupted:
+        raise Interrupted(_interrupted_line(report))
     raise typer.Exit(int(ExitStatus.OK if report.complete else ExitStatus.WARNING))
+
+
+def _interrupted_line(report: gc.GcReport) -> str:
+    """The last stderr line after a signal: what was deleted (the report lists it)."""
+    return (
+        f"wfctl: interrupted during gc: {report.counts['runs']:,} of {report.candidates:,} runs"
+        f" ({report.rows:,} rows) deleted in {report.batches} batch(es) before the signal, listed"
+        " above (each batch committed whole or rolled back; audited); rerun to continue"
+    )
 
 
 def _apply(

@@ -76,6 +76,11 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
             f"event key:    ({world.events_key})" if world.events_key else "event key:    none",
             f"queue:        graphile_worker {queue}"
             + (f"; UNREADABLE: {world.queue_unreadable}" if world.queue_unreadable else ""),
+            *(
+                f"HIDDEN ROWS:  {h['why']}"
+                for h in world.hidden
+                if not h["table"].startswith("graphile_worker.")
+            ),
             f"wfctl schema: {'present' if world.has_wfctl else 'absent'}",
             f"migrations:   {len(world.migrations)} recorded"
             + (f", latest {world.migrations[-1]}" if world.migrations else ""),

@@ -19,7 +19,7 @@ from wfctl.doctor import missing_runs
 from wfctl.doctor import registry as checks
 from wfctl.durations import parse_duration
 from wfctl.errors import ExitStatus, Interrupted, RefusedError, UsageError
-from wfctl.repair import runner, wf135
+from wfctl.repair import runner, verdict, wf135
 from wfctl.world import model
 
 repair_app = typer.Typer(
@@ -163,19 +163,14 @@ def repair(
             with read_only(conn):
                 world = model.inspect(conn, with_drift=False)
                 world.require_known()
+                world.require_visible("apply repairs" if apply else "plan repairs")
                 if options.run_ids:
                     missing_runs.require_runs(conn, options.run_ids)
             if unlock is not None and not world.has_graphile:
                 raise UsageError("--unlock-older-than: graphile_worker is not installed here")
-            if unlock is not None and world.queue_unreadable:
-                raise RefusedError(
-                    f"--unlock-older-than: cannot see the queue's locks: {world.queue_unreadable}",
-                    hint="run as the queue's owner or a role with a policy (docs/cli.md, 'Roles');"
-                    " nothing was written",
-                )
             created = False
             if apply:
-                world.require_primary("apply repairs")
+                world.require_writable("apply repairs")
                 if not yes:
                     _confirm_plan(st.output, conn, world, options, unlock)
                 created = _audit_schema(st.output, conn)
@@ -207,7 +202,7 @@ DURING = {
 }
 
 
-def _interrupted_line(report: runner.RepairReport, created: bool) -> str:
+def _interrupted_line(report: verdict.RepairReport, created: bool) -> str:
     """The last stderr line after a signal: what was written, plainly (the report lists it)."""
     if not report.applied:
         return "wfctl: interrupted: dry run, nothing written"
@@ -314,17 +309,19 @@ def _unlock_options(
     return wf135.Unlock(age, tuple(w.strip() for w in workers or () if w.strip()))
 
 
-def _print(output: Output, fmt: Format, report: runner.RepairReport) -> None:
+def _print(output: Output, fmt: Format, report: verdict.RepairReport) -> None:
     if fmt is Format.JSON:
         output.json(report.as_dict())
         return
     output.data(_text(report))
 
 
-def _text(report: runner.RepairReport) -> str:
+def _text(report: verdict.RepairReport) -> str:
     verb = "applied" if report.applied else "plan (dry run: nothing written)"
     if report.applied and report.items and all(i.outcome != "applied" for i in report.items):
         verb = "nothing applied (every finding refused or skipped, as listed)"
+    if not report.applied and report.read_only_plan:
+        verb = f"plan (dry run, planned read-only: {report.read_only_plan}; nothing written)"
     during = DURING.get(report.interrupted_during or "repair", "")
     stopped = f" (interrupted during {during})" if report.interrupted else ""
     lines = [f"wfctl repair: {verb}{stopped}"]
@@ -348,6 +345,17 @@ def _text(report: runner.RepairReport) -> str:
         lines.append(
             f"before: {_counts(report.before)}   after: {_counts(report.after)}{rounds}"
             "   (after: doctor in the same scope, right after)"
+        )
+    elif not report.interrupted and report.after_exit is not None:
+        rounds = f" ({report.rounds} rounds)" if report.rounds > 1 else ""
+        lines.append(
+            f"before: {_counts(report.before)}   after the apply: {_counts(report.after)}"
+            f"{rounds}   (the apply rehearsed and rolled back; doctor in the same scope)"
+        )
+    if report.healed_elsewhere:
+        lines.append(
+            f"{report.healed_elsewhere} finding(s) healed meanwhile by another session: "
+            "nothing left to do for them"
         )
     if report.unfinished:
         lines.append(f"not finished: {report.unfinished}")

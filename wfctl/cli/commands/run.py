@@ -73,9 +73,8 @@ def runtime_store(
                 )
                 bootstrap(conn, "beta29")
                 world = model.inspect(conn, with_drift=False)
-            world.require_known()
-            if create_world:  # run, worker, runs fork: they create runs of wfctl's own shape
-                world.require_supports("new runs")
+            # the write gate; run, worker, runs fork create runs of wfctl's own shape
+            world.require_writable("write runs", "new runs" if create_world else "")
             if not allow_node_peer and os.environ.get(ALLOW_NODE_ENV) != "1":
                 refuse_node_peer(conn)
             if queue and ensure_worker_schema(conn):

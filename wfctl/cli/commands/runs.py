@@ -436,13 +436,14 @@ def bulk_command(
             with read_only(conn):
                 world = model.inspect(conn, with_drift=False)
             world.require_known()
+            world.require_visible(f"{action.name} runs")
             if action.name == "wake" and not world.has_graphile:
                 raise RefusedError("graphile_worker is not installed here: no dead letters")
             runs = bulk.matched(conn, action, flt, options)
             if not apply:
                 report = bulk.BulkReport(action.name, False, flt.text, runs)
             else:
-                world.require_primary(f"{action.name} runs")
+                world.require_writable(f"{action.name} runs")
                 st.output.message(f"wfctl runs {action.name}: {len(runs):,} runs match")
                 if runs:
                     _show_sample(st, runs, sample)
