@@ -351,6 +351,7 @@ def assess(
     src, dst = _pair(source, target)
     world = inspect(conn, with_drift=False)
     world.require_present()
+    world.require_visible("judge the runs in flight")
     by_run: dict[str, list[dict[str, Any]]] = {}
     for job in _jobs(conn, job_prefix, None) if world.has_graphile else []:
         by_run.setdefault(str(job["run_id"]), []).append(job)
@@ -374,8 +375,8 @@ def carry(
     src, dst = _pair(source, target)
     world = inspect(conn, with_drift=False)
     world.require_present()
-    world.require_primary("carry runs across an upgrade")
     world.require_complete()
+    world.require_writable("carry runs across an upgrade", world=False)
     audit.require(conn)
     out = []
     for run_id in run_ids:

@@ -528,6 +528,7 @@ class Road:
             marker = _marker(conn)
         world.require_present()
         world.require_complete()
+        world.require_visible("plan a migration")  # runs in flight are judged from their rows
         self._user = world.user
         if not st.has_migrations_table:
             raise WfctlError(
@@ -571,7 +572,7 @@ class Road:
         release = target_release(opts.package)
         report.catalog_release = release.key if release else None
         if not opts.dry_run:
-            world.require_primary("migrate the world")
+            world.require_writable("migrate the world", world=False)
             self._check_privileges(conn, pending)
         self._assess_runs(conn, world, report)
         holder = state_mod.advisory_holder(conn)
