@@ -48,6 +48,7 @@ def test_unlock_older_than_shows_then_releases_only_old_locks(
     status, report = apply(real_world, "--unlock-older-than", "30m", "--only", "WF101")
     assert status == 0, report
     assert outcomes(report) == {"WF135": ["applied"], "WF101": ["applied"]}
+    assert report["before"] == {"WF101": 1, "WF135": 1}  # the released lock was a finding too
     after = {row[0]: row for row in locks(real_world)}
     assert after[dead_job][1:3] == (None, None)  # released
     assert after[live_job] == next(r for r in before if r[0] == live_job)  # untouched

@@ -277,6 +277,8 @@ def _round(
     seen.update(_key(f) for f in findings)
     if not report.before and not report.items:
         report.before = counts(findings)
+        if locks:  # the stale locks this round releases were findings before it too
+            report.before[wf135.CODE] = report.before.get(wf135.CODE, 0) + len(locks)
     start = len(report.items)
     writer = EventWriter(slots=world.has_event_slots)
     batches: list[tuple[str, list[Finding]]] = []
