@@ -350,11 +350,12 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _explain(output: Output, check: Check) -> None:
     """The explanation of one code, in the invocation's format (text or json)."""
+    from wfctl.doctor.support import check_support
     from wfctl.world import releases
 
     fmt = output.require(Format.TEXT, Format.PLAIN, Format.MARKDOWN, Format.JSON)
     e = check.explanation
-    per_release = {r.key: releases.check_support(check, r)[1] for r in releases.RELEASES.values()}
+    per_release = {r.key: check_support(check, r)[1] for r in releases.RELEASES.values()}
     if fmt is Format.JSON:
         output.json(
             {
