@@ -198,12 +198,13 @@ class World:
         reason = refuses.get(action) or refuses.get("*")
         if reason:
             raise RefusedError(
-                f"{self.kind} cannot take {action}: {reason}",
+                f"{self.kind} cannot take {'any action' if action == '*' else action}: {reason}",
                 hint="nothing was written; `wfctl info` shows the release (docs/releases.md)",
             )
 
-    def require_known(self) -> None:
-        """Refuse (exit 3) unless this is a world of an era wfctl understands."""
+    def require_known(self, *, acting: bool = True) -> None:
+        """Refuse (exit 3) unless this is a world of an era wfctl understands and knows whole;
+        `acting`: also refuse (exit 2) a release wfctl reads but does not act on."""
         self.require_present()
         if self.unknowable:
             raise WfctlError(
@@ -218,6 +219,8 @@ class World:
                 hint="run `wfctl info` for details; upgrade wfctl or finish the migration",
             )
         self.require_complete()
+        if acting:
+            self.require_supports("*")
 
     def require_complete(self) -> None:
         """Refuse (exit 3) a world with a table missing: its shape is not one wfctl can read
