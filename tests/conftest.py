@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 import os
+import re
 import shutil
 import subprocess
 import tempfile

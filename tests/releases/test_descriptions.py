@@ -67,8 +67,10 @@ def test_what_a_journal_lacks_follows_from_its_migrations() -> None:
 
 def test_migrations_say_what_they_add() -> None:
     assert drizzle.BY_TAG["0013_add_attributes"].adds() == ["column workflow_runs.attributes"]
-    assert drizzle.BY_TAG["0015_move_enums_to_workflow_schema"].adds()[0].startswith(
-        "enums status, step_status, wait_status: public -> workflow"
+    assert (
+        drizzle.BY_TAG["0015_move_enums_to_workflow_schema"]
+        .adds()[0]
+        .startswith("enums status, step_status, wait_status: public -> workflow")
     )
     # 4.1.0-beta.15 shipped 0000 without its trailing newline: another hash, same migration.
     zero = drizzle.BY_TAG["0000_cultured_the_anarchist"]

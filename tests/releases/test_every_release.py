@@ -140,9 +140,9 @@ def test_an_unknown_migration_gives_one_exit_everywhere(
         assert name in by_code["WF151"]["message"]
         assert all(c["status"] in ("ok", "not_applicable") for c in report["checks"])
 
-        status, out, err = run_cli("--dsn", db.dsn, "repair")
+        status, _, err = run_cli("--dsn", db.dsn, "repair")
         assert status == ExitStatus.UNKNOWN and name in err and "nothing was written" in err
-        status, out, err = run_cli("--dsn", db.dsn, "repair", "--apply", "--reason", "t", "--yes")
+        status, _out, err = run_cli("--dsn", db.dsn, "repair", "--apply", "--reason", "t", "--yes")
         assert status == ExitStatus.UNKNOWN and name in err
     finally:
         if db is not wfctl_world:
