@@ -17,7 +17,8 @@ import pytest
 
 from tests.conftest import Db, Server, _create_db, _drop_db, _release_template
 from wfctl.errors import ExitStatus
-from wfctl.world import catalog, drizzle, model, releases
+from wfctl.severity import Severity
+from wfctl.world import catalog, codec, drizzle, model, releases
 
 # version -> the era key its world is known by
 VERSIONS = {
@@ -163,3 +164,43 @@ def test_a_folder_that_is_not_the_package_is_bad_input(wfctl_world, run_cli, tmp
     (tmp_path / "package.json").write_text('{"name": "left-pad", "version": "1.0.0"}')
     status, out, err = run_cli("--dsn", wfctl_world.dsn, "info", "--package", str(tmp_path))
     assert status == ExitStatus.USAGE and out == "" and err.count("\n") == 1
+
+
+# --- a world that records its writer -------------------------------------------------------
+
+
+def test_the_core_a_run_recorded_names_the_version(
+    pg_server: Server, release_templates: dict[str, str], run_cli
+) -> None:
+    """A 4.1.4-4.2.0 journal, a run whose execution context says @workflow/core 4.4.0: only
+    4.1.5's users got that core, so the world is 4.1.5, and info says how it knows."""
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, "4.2.0"))
+    try:
+        context = codec.encode({"workflowCoreVersion": "4.4.0", "features": {}})
+        with db.connect() as conn:
+            conn.execute(
+                "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name,"
+                " execution_context_cbor, spec_version) VALUES (%s, 'd', 'completed', 'w', %s,"
+                " '3')",
+                ("wrun_01KZZZZZZZZZZZZZZZZZZZZZZZ", context),
+            )
+        status, report, err = _json(run_cli, db, "info")
+        assert status == 0, err
+        assert report["release"]["candidates"] == ["4.1.5"]
+        assert "@workflow/core 4.4.0" in report["release"]["known_by"]
+        # a pin wins over what a run recorded
+        status, report, _ = _json(run_cli, db, "info", "--package", "4.2.0")
+        assert report["release"]["candidates"] == ["4.2.0"]
+    finally:
+        _drop_db(pg_server, db)
+
+
+def test_worst_case_is_said_in_the_finding() -> None:
+    """On a 4.3 journal (4.3.0, 4.3.6 or 4.3.7) a step row without step_created is healed by
+    4.3.0's next start but cannot happen on 4.3.6/4.3.7: weighed critical, saying why."""
+    release = releases.R43
+    rule = release.weight("WF101", Severity.CRITICAL)
+    assert rule is not None and rule.severity is Severity.CRITICAL
+    assert "worst case among 4.3.0, 4.3.6 or 4.3.7" in rule.why and "on 4.3.0" in rule.why
+    pinned = releases.of_version("4.3.0")
+    assert pinned.weight("WF101", Severity.CRITICAL).severity is Severity.WARNING  # type: ignore[union-attr]

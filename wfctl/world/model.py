@@ -21,12 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import cbor2
 import psycopg
 from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.errors import RefusedError, WfctlError
-from wfctl.world import catalog, drizzle, releases
+from wfctl.world import catalog, codec, drizzle, releases
 from wfctl.world.releases import Release
 
 KNOWN_ERAS = tuple(releases.RELEASES)
@@ -273,6 +274,8 @@ def inspect(
         has_run_queue=p["has_run_queue"],
     )
     world.described, world.unknown_package = _describe(era, recorded, version)
+    if world.described is not None and world.described.worst_case and world.present:
+        world.described = _by_writer(conn, world.described)
     if world.present:
         wanted = _tables(world)
         world.missing_tables = [t for t in wanted if t not in p["world_tables"]]
@@ -300,6 +303,28 @@ def _describe(era: str, recorded: list[str], version: str | None) -> tuple[Relea
     if candidates:
         return releases.build(candidates, tuple(recorded)), ""
     return None, ""
+
+
+def _by_writer(conn: psycopg.Connection[Any], release: Release) -> Release:
+    """Narrow the candidates by the core version the newest run recorded (its execution
+    context), where exactly one candidate's users got that core (releases.CORE)."""
+    try:
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(sql.load("world/newest_writer")).fetchone()
+    except psycopg.Error:  # no privilege on the runs: the journal's answer stands
+        return release
+    if row is None or row["execution_context_cbor"] is None:
+        return release
+    try:
+        context = codec.decode(row["execution_context_cbor"])
+    except (ValueError, cbor2.CBORError):  # not a context this core wrote: say nothing
+        return release
+    core = context.get("workflowCoreVersion") if isinstance(context, dict) else None
+    fits = [v for v in release.candidates if releases.CORE.get(v) == core]
+    if len(fits) != 1:
+        return release
+    how = f"recorded by its newest run {row['id']} (@workflow/core {core})"
+    return releases.of_version(fits[0], release.journal, how)
 
 
 def _tables(world: World) -> tuple[str, ...]:
