@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -162,3 +163,19 @@ def test_the_world_layer_imports_no_command_or_check() -> None:
     upward = re.compile(r"^\s*(from|import) wfctl\.(doctor|cli|repair)\b", re.M)
     offenders = [p.name for p in (WFCTL / "world").glob("*.py") if upward.search(p.read_text())]
     assert offenders == []
+
+
+def _script(name: str):  # type: ignore[no-untyped-def]
+    path = WFCTL.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_releases_doc_is_generated_from_the_descriptions() -> None:
+    """docs/releases.md's tables come from the descriptions: `python
+    benchmarks/releases_doc.py` regenerates it."""
+    doc = _script("releases_doc")
+    assert doc.OUTPUT.read_text(encoding="utf-8") == doc.render()
