@@ -332,7 +332,9 @@ RUNTIMES: tuple[Runtime, ...] = (
         spec_version=5,
         transactional=frozenset({"step_started"}),  # dist/storage.js: 1 site
         payload_keys=_5X_STEP_OUTCOMES,
-        job_keys=_4X_KEYS,
+        # core 5.0.0-beta.35 keys wake-ups wait_<id>:hop-N (runtime/wait-continuation.js);
+        # dist/queue.js still has a steps task.
+        job_keys=f"{_5X_KEYS}; steps also run as their own jobs on <prefix>steps",
         refuses=_BETA27_REFUSES,
     ),
     Runtime(
@@ -527,8 +529,8 @@ class Release:
         if _RANK[own] <= _RANK[partial.severity]:
             return SeverityRule(
                 own,
-                f"worst case among {self.package}: on {_phrase(others)} it is not a step the "
-                f"runtime heals ({own}); on {_phrase(having)}, {partial.why}",
+                f"worst case among {self.package}: on {_phrase(others)} no torn write leaves "
+                f"this, so something else broke ({own}); on {_phrase(having)}, {partial.why}",
             )
         return SeverityRule(
             partial.severity,
