@@ -100,8 +100,9 @@ class World:
     def unknowable(self) -> str:
         """Why wfctl cannot know this world whole ("" when it can): an unknown migration
         recorded or an unknown package version pinned. Read-only commands work on what the
-        world has; nothing is written (docs/cli.md, 'A world wfctl does not know')."""
-        if self.unknown_migrations:
+        world has; nothing is written (docs/cli.md, 'A world wfctl does not know'). A slot-era
+        world is known by its shape: the rows its migrations (0018+) record are its own."""
+        if self.unknown_migrations and self.era != "slot":
             return (
                 f"its journal records {', '.join(self.unknown_migrations)}, a migration no "
                 "release wfctl knows has"
