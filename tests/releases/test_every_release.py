@@ -204,3 +204,23 @@ def test_worst_case_is_said_in_the_finding() -> None:
     assert "worst case among 4.3.0, 4.3.6 or 4.3.7" in rule.why and "on 4.3.0" in rule.why
     pinned = releases.of_version("4.3.0")
     assert pinned.weight("WF101", Severity.CRITICAL).severity is Severity.WARNING  # type: ignore[union-attr]
+
+
+def test_a_pin_ahead_of_the_journal_says_the_migrator_has_not_run(
+    pg_server: Server, release_templates: dict[str, str], run_cli
+) -> None:
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, "4.2.0"))
+    try:
+        status, out, err = run_cli("--dsn", db.dsn, "info", "--package", "4.3.7")
+        assert status == 0, err
+        assert "known by: pinned (4.3.7)" in out
+        assert "4.3.7's own setup records 0015 too" in out
+    finally:
+        _drop_db(pg_server, db)
+
+
+def test_a_slot_era_pin_on_a_slot_world_is_known(slot_world, run_cli) -> None:
+    status, _, err = run_cli("--dsn", slot_world.dsn, "info", "--package", "5.0.0-beta.35")
+    assert status == 0, err
+    status, _, err = run_cli("--dsn", slot_world.dsn, "info", "--package", "6.0.0")
+    assert status == ExitStatus.UNKNOWN and "6.0.0" in err

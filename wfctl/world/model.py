@@ -290,13 +290,17 @@ def inspect(
 
 def _describe(era: str, recorded: list[str], version: str | None) -> tuple[Release | None, str]:
     """(the world's Release, a pinned version wfctl does not know)."""
+    if era in ("slot", "half-slot"):  # known by its shape; a slot-era pin is its own
+        slot = releases.SLOT_RUNTIME
+        newer = version is not None and releases.version_key(version) > releases.version_key(
+            slot.high
+        )
+        return None, version if newer and version is not None else ""
     if version is not None and version not in releases.PACKAGES:
         if releases.version_key(version) > releases.version_key(releases.NEWEST):
             return None, version
         version = None  # an older unpublished build: the journal decides
     known = [t for t in recorded if not t.startswith("unknown(")]
-    if era == "slot" or era == "half-slot":
-        return None, ""
     if version is not None and (era in releases.RELEASES or era in ("older", "unknown")):
         journal = known if known else releases.PACKAGES[version].journal
         return releases.of_version(version, journal, f"pinned ({version})"), ""
