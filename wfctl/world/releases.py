@@ -330,7 +330,9 @@ RUNTIMES: tuple[Runtime, ...] = (
         "5.0.0-beta.28",
         "5.0.0-beta.27 (with @workflow/core 5.0.0-beta.35)",
         spec_version=5,
-        transactional=frozenset({"step_started"}),  # dist/storage.js: 1 site
+        # dist/storage.js: 1 site, step_started plain and lazy (the lazy start writes the step
+        # row, step_created and step_started together)
+        transactional=frozenset({"step_started"}),
         payload_keys=_5X_STEP_OUTCOMES,
         # core 5.0.0-beta.35 keys wake-ups wait_<id>:hop-N (runtime/wait-continuation.js);
         # dist/queue.js still has a steps task.
