@@ -20,9 +20,11 @@ from wfctl.world import drizzle, model, releases
 
 @app.command()
 def info(ctx: typer.Context, package: PinOption = None) -> None:
-    """Show the resolved connection, the server, what kind of world it holds (the releases
-    its drizzle journal can be, e.g. "4.1.4, 4.1.5 or 4.2.0: journal 0000-0010"), and the
-    spec versions of its runs and events with what doctor checks for each.
+    """Show the resolved connection, the server, what kind of world it holds, and the spec
+    versions of its runs and events with what doctor checks for each.
+
+    The kind of world is the releases its drizzle journal can be ("4.1.4, 4.1.5 or 4.2.0:
+    journal 0000-0010"); --package DIR|VERSION pins it.
 
     Read-only: one READ ONLY transaction over the catalog, drizzle's bookkeeping table and a
     count of runs and events per spec version (a scan of the events table).
