@@ -39,6 +39,7 @@ from wfctl import sql  # noqa: E402
 from wfctl.doctor import registry  # noqa: E402
 from wfctl.doctor.base import UPSTREAM_GAPS, UPSTREAM_RULES, Check, Needs  # noqa: E402
 from wfctl.doctor.runner import DoctorOptions  # noqa: E402
+from wfctl.doctor.support import check_support  # noqa: E402
 from wfctl.world import releases  # noqa: E402
 
 # Checks whose --all scope reads the history (events/steps/runs); the others read the
@@ -112,7 +113,11 @@ def sql_files(check: Check) -> list[str]:
 def section(check: Check, plans: list[tuple[str, str]]) -> list[str]:
     e = check.explanation
     needs = ", ".join(
-        {"slots": "a slot-era world", "queue": "graphile_worker"}[n.value]
+        {
+            "slots": "a slot-era world",
+            "queue": "graphile_worker",
+            "run_queue": "wfctl's worker queue",
+        }[n.value]
         for n in sorted(check.needs)
     )
     lines = [
@@ -146,15 +151,18 @@ def releases_text(check: Check) -> str:
     """Per release line (wfctl.world.releases): applies with which severity, or why not."""
     parts = []
     for release in releases.RELEASES.values():
-        _, how = releases.check_support(check, release)
+        if "*" in release.refuses:  # the pg-boss betas: named by info, acted on by nothing
+            continue
+        _, how = check_support(check, release)
         parts.append(f"{release.package}: {how}")
     return "; ".join(parts)
 
 
 def releases_column(check: Check) -> str:
     """The table's short form: the release lines the check applies on."""
-    keys = [r.key for r in releases.RELEASES.values() if releases.check_support(check, r)[0]]
-    return ", ".join(keys) if len(keys) < len(releases.RELEASES) else "all"
+    acted_on = [r for r in releases.RELEASES.values() if "*" not in r.refuses]
+    keys = [r.key for r in acted_on if check_support(check, r)[0]]
+    return ", ".join(keys) if len(keys) < len(acted_on) else "all"
 
 
 def rules_text(check: Check) -> str:

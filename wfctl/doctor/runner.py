@@ -31,7 +31,7 @@ from psycopg import sql as pgsql
 
 from wfctl import __version__, sql
 from wfctl.clock import timestamp
-from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Status
+from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Severity, Status
 from wfctl.errors import ExitStatus
 from wfctl.world.model import World
 from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
@@ -120,8 +120,11 @@ class Report:
 
     @property
     def status(self) -> Status:
-        """Worst first: critical, unknown, warning; otherwise ok."""
+        """Worst first: critical, unknown, warning; otherwise ok. A world wfctl does not know
+        whole is at least unknown (docs/cli.md, 'A world wfctl does not know')."""
         statuses = {r.status for r in self.results}
+        if self.world.unknowable:
+            statuses.add(Status.UNKNOWN)
         for status in (Status.CRITICAL, Status.UNKNOWN, Status.WARNING):
             if status in statuses:
                 return status
@@ -153,6 +156,7 @@ class Report:
                 "standby": self.world.standby,
                 "era": self.world.era,
                 "release": self.world.release.name if self.world.release else None,
+                "unknown": self.world.unknowable or None,
                 "graphile_worker": self.world.has_graphile,
             },
             "options": self.options.as_dict(),
@@ -318,14 +322,14 @@ def _run_one(
                     finding = check.finding(row)
                     if finding is None:
                         continue
-                    finding = weigh(finding, world)
+                    finding = weigh(finding, world, check.severity)
                     result.add(finding, limit)
                     if on_finding:
                         on_finding(finding)
             if check.code in ATTRIBUTED and result.samples:
                 result.samples = _attributed(conn, world, result.samples)
             for finding in check.extra_findings(conn, world.release_or_default):
-                finding = weigh(finding, world)
+                finding = weigh(finding, world, check.severity)
                 result.add(finding, limit)
                 if on_finding:
                     on_finding(finding)
@@ -382,10 +386,11 @@ def empty_result(check: Check, world: World) -> CheckResult:
     return result
 
 
-def weigh(finding: Finding, world: World) -> Finding:
+def weigh(finding: Finding, world: World, own: Severity) -> Finding:
     """The finding's weight on this world's release: what that runtime does next (a 4.1.x
-    hook row without hook_created fails the run; on 4.3.x the next replay heals it)."""
-    rule = world.release_or_default.severity(finding.code)
+    hook row without hook_created fails the run; on 4.3.x the next replay heals it). Where the
+    world can be several versions, the worst case among them (`own`: the check's weight)."""
+    rule = world.release_or_default.weight(finding.code, own)
     if rule is None or finding.severity is not None:
         return finding
     release = world.release_or_default.package
@@ -397,6 +402,8 @@ def weigh(finding: Finding, world: World) -> Finding:
 def _missing_needs(check: Check, world: World) -> str:
     if Needs.SLOTS in check.needs and not world.has_event_slots:
         return "slot-era worlds only"
+    if check.needs_known_world and world.unknowable:
+        return f"what this world should hold cannot be known: {world.unknowable}"
     release = world.release_or_default
     if check.code in release.not_applicable:
         return f"{release.name}: {release.not_applicable[check.code]}"

@@ -474,7 +474,7 @@ def _plan_run(
             if world.has_graphile:
                 _run_guard(conn, options, run_id, locked_jobs, releasing)
         except Refused as exc:
-            return [Item(f, "refused", str(exc)) for f in findings]
+            return [_refused(f, exc) for f in findings]
         for finding in findings:
             try:
                 action = _decide(ctx, options, finding)
@@ -584,8 +584,8 @@ def _apply_run(
                 _refuse_concurrent_copies(conn, run_id, appended)
     except Refused as exc:
         done = {id(i.finding) for i in items}
-        items = [Item(f, "refused", str(exc)) for f in findings if id(f) not in done] + [
-            Item(i.finding, "refused", str(exc)) for i in items
+        items = [_refused(f, exc) for f in findings if id(f) not in done] + [
+            _refused(i.finding, exc) for i in items
         ]
         released = _release_alone(conn, stale, reason, rehearse)
     except pgerrors.LockNotAvailable:
@@ -664,7 +664,7 @@ def _run_guard(
         )
     holder = locked_jobs.holder(conn, options.task, run_id, skip=releasing)
     if holder is not None:
-        raise Refused(_locked_message(holder))
+        raise Locked(_locked_message(holder), _held_minutes(holder))
 
 
 def _decide(ctx: Context, options: RepairOptions, finding: Finding) -> Action:
@@ -687,17 +687,33 @@ def _release_alone(
     return [_item(r) for r in released]
 
 
-def _locked_message(job: dict[str, Any]) -> str:
-    """Name the holder, since when, and the way out when that worker is gone (WF135)."""
+class Locked(Refused):
+    """Refused because a queue job of the run is locked; `minutes`: how long, whole."""
+
+    def __init__(self, message: str, minutes: int) -> None:
+        super().__init__(message)
+        self.minutes = minutes
+
+
+def _refused(finding: Finding, exc: Refused) -> Item:
+    return Item(finding, "refused", str(exc), locked_minutes=getattr(exc, "minutes", None))
+
+
+def _held_minutes(job: dict[str, Any]) -> int:
     held = datetime.now(UTC) - job["locked_at"]
-    minutes = int(held.total_seconds() // 60)
-    age = max(minutes, int(wf135.UNLOCK_FLOOR.total_seconds() // 60))
+    return max(int(held.total_seconds() // 60), int(wf135.UNLOCK_FLOOR.total_seconds() // 60))
+
+
+def _locked_message(job: dict[str, Any]) -> str:
+    """Name the holder, since when, and the way out when that worker is gone (WF135); the
+    age to give is the report's one `unlock_hint`, which covers every lock listed."""
+    held = datetime.now(UTC) - job["locked_at"]
     return (
         f"a queue job for the run (job {job['id']}) is locked by {job['locked_by']} since "
         f"{timestamp(job['locked_at'])} ({format_duration(held)}): a live writer may still "
         "append the same event; if that worker is gone (graphile frees its jobs after 4 h), "
-        f"`wfctl repair --unlock-older-than {age}m` shows the locks it would "
-        "release, then add --apply"
+        "`wfctl repair --unlock-older-than AGE` shows the locks it would release, then add "
+        "--apply (the AGE that covers every lock listed is given at the end)"
     )
 
 

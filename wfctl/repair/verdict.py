@@ -37,6 +37,9 @@ class Item:
     actions: list[str] = field(default_factory=list)
     event_ids: list[str] = field(default_factory=list)
     audit_id: int | None = None
+    # Refused for a queue lock held this many whole minutes (floored at --unlock-older-than's
+    # floor): the report suggests ONE age that covers every such lock (`unlock_hint`).
+    locked_minutes: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +76,13 @@ class RepairReport:
     read_only_plan: str = ""
 
     @property
+    def unlock_hint(self) -> str | None:
+        """One `--unlock-older-than` age that covers every lock the items were refused for:
+        the youngest lock's (an age per lock left the younger ones held when copied)."""
+        held = [i.locked_minutes for i in self.items if i.locked_minutes is not None]
+        return f"{min(held)}m" if held else None
+
+    @property
     def ok(self) -> bool:
         """Nothing refused and, after an apply, doctor in the same scope finds nothing."""
         return self.exit_status == ExitStatus.OK
@@ -95,6 +105,7 @@ class RepairReport:
             "interrupted_during": self.interrupted_during,
             "rounds": self.rounds,
             "unfinished": self.unfinished,
+            "unlock_older_than": self.unlock_hint,
             "healed_elsewhere": self.healed_elsewhere,
             "read_only_plan": self.read_only_plan,
             "items": [i.as_dict() for i in self.items],

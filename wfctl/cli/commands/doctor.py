@@ -13,7 +13,7 @@ import psycopg
 import typer
 
 from wfctl.cli import complete, monitoring
-from wfctl.cli.app import State, app, state
+from wfctl.cli.app import PinOption, State, app, pin, state
 from wfctl.cli.output import Format, Output, finite
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
@@ -132,12 +132,14 @@ def doctor_command(
             " run (the verdict and exit status still count every check).",
         ),
     ] = False,
+    package: PinOption = None,
 ) -> None:
     """Detect wedged runs: rows and events that disagree, runaway or missing wake-ups, drift.
 
     Read-only (one READ ONLY transaction, bounded by --statement-timeout), safe every minute
     from cron. By default only live runs and the queue are scanned. Exit 0 no findings,
-    1 warnings only, 2 critical, 3 unknown (could not connect, or a check could not run).
+    1 warnings only, 2 critical, 3 unknown (could not connect, a check could not run, or the
+    world holds a migration or is pinned to a package wfctl does not know).
 
     [bold]Examples[/bold]
       wfctl doctor
@@ -156,6 +158,7 @@ def doctor_command(
     fmt = st.output.format
     try:
         st.output.require(*Format)
+        pin(st, package)
         options = doctor.DoctorOptions(
             min_age=parse_duration(min_age, "--min-age"),
             all_runs=all_runs,
@@ -200,11 +203,12 @@ def _diagnose(
         try:
             if incremental:
                 skew = parse_duration(clock_skew, "--clock-skew")
-                report = _incremental(st.output, conn, checks, options, skew, helpers)
+                report = _incremental(st.output, conn, checks, options, skew, helpers, st.pinned)
             else:
                 with read_only(conn, snapshot=bool(helpers)):
-                    world = model.inspect(conn, with_drift=False)
+                    world = model.inspect(conn, with_drift=False, pinned=st.pinned)
                     world.require_present()
+                    world.require_supports("doctor")
                     if run_ids:
                         missing_runs.require_runs(conn, run_ids)
                     report = _run(st.output, conn, world, checks, options, helpers)
@@ -241,6 +245,7 @@ def _incremental(
     options: doctor.DoctorOptions,
     skew: timedelta,
     helpers: list[psycopg.Connection[tuple[object, ...]]],
+    pinned: str | None = None,
 ) -> doctor.Report:
     """A read-only pass over the touched runs, then the watermark in its own transaction.
 
@@ -249,8 +254,9 @@ def _incremental(
     from wfctl.doctor import incremental  # ids/ulid: only this mode needs them
 
     with read_only(conn, snapshot=bool(helpers)):
-        world = model.inspect(conn, with_drift=False)
+        world = model.inspect(conn, with_drift=False, pinned=pinned)
         world.require_present()
+        world.require_supports("doctor")
         report, done = incremental.run(conn, world, checks, options, skew, helpers=helpers)
     if world.standby:
         saved = (
@@ -333,11 +339,12 @@ def _render(st: State, fmt: Format, report: doctor.Report, problems: bool = Fals
 
 def _explain(output: Output, check: Check) -> None:
     """The explanation of one code, in the invocation's format (text or json)."""
+    from wfctl.doctor.support import check_support
     from wfctl.world import releases
 
     fmt = output.require(Format.TEXT, Format.PLAIN, Format.MARKDOWN, Format.JSON)
     e = check.explanation
-    per_release = {r.key: releases.check_support(check, r)[1] for r in releases.RELEASES.values()}
+    per_release = {r.key: check_support(check, r)[1] for r in releases.RELEASES.values()}
     if fmt is Format.JSON:
         output.json(
             {

@@ -10,22 +10,27 @@ from psycopg import errors as pgerrors
 from psycopg.rows import dict_row
 
 from wfctl import sql
-from wfctl.cli.app import app, state
+from wfctl.cli.app import PinOption, app, pin, state
 from wfctl.cli.output import Format
 from wfctl.connection import embedded
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import registry, specs
-from wfctl.world import model
+from wfctl.world import drizzle, model, releases
 
 
 @app.command()
-def info(ctx: typer.Context) -> None:
+def info(ctx: typer.Context, package: PinOption = None) -> None:
     """Show the resolved connection, the server, what kind of world it holds, and the spec
     versions of its runs and events with what doctor checks for each.
 
+    The kind of world is the releases its drizzle journal can be ("4.1.4, 4.1.5 or 4.2.0:
+    journal 0000-0010"); --package DIR|VERSION pins it.
+
     Read-only: one READ ONLY transaction over the catalog, drizzle's bookkeeping table and a
     count of runs and events per spec version (a scan of the events table).
-    Exit 0 for a world wfctl understands, 3 for no world or an unknown shape.
+    Exit 0 for a world wfctl knows, 3 for no world, an unknown shape, or a world wfctl does
+    not know whole (an unknown migration recorded, an unknown package pinned: everything it
+    does know is shown first).
 
     [bold]Examples[/bold]
       wfctl info
@@ -34,12 +39,14 @@ def info(ctx: typer.Context) -> None:
     """
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    pin(st, package)
     with connect(st.target) as conn:
         try:
             with read_only(conn):
-                world = model.inspect(conn)
+                world = model.inspect(conn, pinned=st.pinned)
                 versions = _spec_versions(conn) if world.present else []
                 road = _road_marker(conn) if world.present else None
+                tasks = _queue_tasks(conn) if world.has_graphile else []
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "inspecting the world") from None
     report: dict[str, Any] = {
@@ -47,6 +54,7 @@ def info(ctx: typer.Context) -> None:
         "dsn": st.target.dsn.masked,
         "embedded": embedded.server_state().as_dict() if st.target.dsn.is_embedded else None,
         **world.as_dict(),
+        "queue_tasks": tasks,
         "spec_versions": versions,
         "migration_in_progress": road,
     }
@@ -54,7 +62,7 @@ def info(ctx: typer.Context) -> None:
         st.output.json(report)
     else:
         _print_text(st.output.data, report, world)
-    world.require_known()
+    world.require_known(acting=False)
 
 
 def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
@@ -75,7 +83,8 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
         lines += [
             f"event key:    ({world.events_key})" if world.events_key else "event key:    none",
             f"queue:        graphile_worker {queue}"
-            + (f"; UNREADABLE: {world.queue_unreadable}" if world.queue_unreadable else ""),
+            + (f"; UNREADABLE: {world.queue_unreadable}" if world.queue_unreadable else "")
+            + _tasks_text(report["queue_tasks"]),
             *(
                 f"HIDDEN ROWS:  {h['why']}"
                 for h in world.hidden
@@ -92,6 +101,10 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
                 f"MIGRATING:    {report['migration_in_progress']} (a stopped run resumes when "
                 "rerun; `wfctl migrate status` says more)"
             )
+        if report["journal"]:
+            lines.append(f"journal:      {report['journal']}")
+        if world.unknowable:
+            lines.append(f"UNKNOWN:      {world.unknowable}; nothing will be written to it")
         if world.missing_tables:
             lines.append(f"INCOMPLETE:   missing {', '.join(world.missing_tables)}")
         release = world.release
@@ -101,7 +114,23 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
                 f"release:      {release.name} (spec {release.spec_version or 'per run'}; "
                 f"queue tasks {', '.join(release.tasks('<prefix>'))}{lacks})"
             )
-        if world.drift:
+            if release.worst_case:
+                lines.append(
+                    "              its runtime facts are the worst case among these versions; "
+                    "pin yours with --package DIR (or WFCTL_PACKAGE_VERSION)"
+                )
+            elif release.known_by != "journal":
+                lines.append(f"              known by: {release.known_by}")
+            own = releases.PACKAGES.get(release.candidates[0]) if release.candidates else None
+            missing = [t for t in own.journal if t not in world.migrations] if own else []
+            if own is not None and missing:
+                lines.append(
+                    f"              {own.version}'s own setup records {drizzle.span(missing)} "
+                    "too: its migrator has not run on this world"
+                )
+        if world.unknowable:
+            lines.append("catalog:      not compared (what this world should hold is unknown)")
+        elif world.drift:
             lines.append(f"catalog drift ({len(world.drift)}):")
             lines += [f"  - {d}" for d in world.drift]
         else:
@@ -121,6 +150,23 @@ def _road_marker(conn: psycopg.Connection[Any]) -> str | None:
     row = conn.execute(sql.load("migrate/road_marker_read")).fetchone()
     text = row[0] if row else None
     return text if isinstance(text, str) and text.startswith("wfctl migrate --online") else None
+
+
+def _queue_tasks(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """The tasks graphile has registered, with their jobs: what the world's runtimes queued
+    (a 4.x past leaves `<prefix>steps`); empty where the role may not read them."""
+    try:
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(sql.load("world/queue_tasks")).fetchall()
+    except psycopg.Error:
+        return []
+
+
+def _tasks_text(tasks: list[dict[str, Any]]) -> str:
+    if not tasks:
+        return ""
+    seen = [f"{t['identifier']} ({_count(t['jobs'], 'job')})" for t in tasks]
+    return "; tasks seen: " + ", ".join(seen)
 
 
 def _spec_versions(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:

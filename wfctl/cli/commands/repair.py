@@ -12,7 +12,7 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.cli import complete
-from wfctl.cli.app import app, state
+from wfctl.cli.app import PinOption, app, pin, state
 from wfctl.cli.output import Format, Output, clean
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import missing_runs
@@ -103,6 +103,7 @@ def repair(
             "(repeatable).",
         ),
     ] = None,
+    package: PinOption = None,
 ) -> None:
     """Append the events doctor found missing, in one short guarded transaction per run.
 
@@ -135,6 +136,7 @@ def repair(
         return
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    pin(st, package)
     if apply and dry_run:
         raise UsageError("--apply and --dry-run exclude each other")
     age = parse_duration(min_age, "--min-age")
@@ -161,7 +163,7 @@ def repair(
     with connect(st.target, autocommit=True) as conn:
         try:
             with read_only(conn):
-                world = model.inspect(conn, with_drift=False)
+                world = model.inspect(conn, with_drift=False, pinned=st.pinned)
                 world.require_known()
                 world.require_visible("apply repairs" if apply else "plan repairs")
                 if options.run_ids:
@@ -359,6 +361,11 @@ def _text(report: verdict.RepairReport) -> str:
         )
     if report.unfinished:
         lines.append(f"not finished: {report.unfinished}")
+    if report.unlock_hint:
+        lines.append(
+            f"locked: `wfctl repair --unlock-older-than {report.unlock_hint}` covers every lock "
+            "listed above (the youngest is held that long), once their workers are known gone"
+        )
     return "\n".join(lines)
 
 
