@@ -10,12 +10,14 @@ the stage they judge from `Trial`, so each assertion fails (or is expected to fa
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,9 +72,20 @@ class Corpus:
 def real_template_4x(server: Server, release: str) -> str:
     """A database made by the release's own setup bin (4.3.7 `bootstrap`, 4.1.1
     `workflow-postgres-setup`), from the same npm install its runtime runs from."""
-    db = _create_db(server, prefix=f"tmpl_real_{release.replace('.', '')}")
+    db = _create_db(server, prefix=f"tmpl_real_{worlds4.db_tag(release)}")
     judge.setup_world(judge.KITS[release], db.dsn)
     return db.name
+
+
+def prefetch_jobs(ids: str) -> dict[str, Callable[[], object]]:
+    """{release: install and `wf build` its runtime} for every release whose worlds the
+    collected test ids name (started in the background by tests/conftest.py, so the sets
+    download while the first release's worlds are built)."""
+    return {
+        release: functools.partial(judge.build_runtime, judge.KITS[release])
+        for release in ("beta29", *worlds4.RELEASES)
+        if f"[{release}/" in ids
+    }
 
 
 @pytest.fixture(scope="session")
@@ -424,7 +437,7 @@ class Trials:
         if name not in self.controls:
             world = self.corpus.get(name)
             wait_idle(self.server, world.template)
-            tag = name.replace("/", "_").replace(".", "")
+            tag = worlds4.db_tag(name)
             db = _create_db(self.server, world.template, prefix=f"corpus_{tag}_control")
             folder, _ = judge.build_runtime(judge.KITS[world.release])
             log_dir = self.base / (name.replace("/", "-") + "-control")
@@ -436,7 +449,7 @@ class Trials:
         if name not in self.done:
             world = self.corpus.get(name)
             wait_idle(self.server, world.template)
-            tag = name.replace("/", "_").replace(".", "")
+            tag = worlds4.db_tag(name)
             db = _create_db(self.server, world.template, prefix=f"corpus_{tag}_trial")
             folder, _ = judge.build_runtime(judge.KITS[world.release])
             log_dir = self.base / name.replace("/", "-")

@@ -20,6 +20,7 @@ then the real runtime on the repaired world. The tests below judge one recorded 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -45,12 +46,22 @@ CORRUPT_BETA29 = [
 ]  # fmt: skip
 CORRUPT = {
     "beta29": CORRUPT_BETA29,
-    **{r: [*(c.label for c in worlds4.CRASHES[r]), *worlds4.EXTRA] for r in worlds4.RELEASES},
+    **{v: [*(c.label for c in r.crashes), *worlds4.EXTRA] for v, r in worlds4.RELEASES.items()},
 }
 RELEASES = list(CORRUPT)
-WORLDS = [f"{r}/{kind}" for r in RELEASES for kind in ("healthy", "faulted")]
-HEALTHY = [f"{r}/healthy" for r in RELEASES]
-FAULTED = [f"{r}/faulted" for r in RELEASES]
+
+
+def marked(world: str, *rest: str) -> Any:
+    """A parameter set of `<release>/<world>` (and more), marked `slowest` when the release's
+    worlds are (CI runs them all the same; `-m "not slowest"` keeps a quick local loop)."""
+    release = worlds4.RELEASES.get(world.split("/")[0])
+    marks = [pytest.mark.slowest] if release is not None and release.slow else []
+    return pytest.param(world, *rest, marks=marks, id="-".join((world, *rest)))
+
+
+WORLDS = [marked(f"{r}/{kind}") for r in RELEASES for kind in ("healthy", "faulted")]
+HEALTHY = [marked(f"{r}/healthy") for r in RELEASES]
+FAULTED = [marked(f"{r}/faulted") for r in RELEASES]
 CASES = [(f"{r}/faulted", label) for r in RELEASES for label in CORRUPT[r]]
 REPAIRABLE = [(w, label) for w, label in CASES if label not in REPORT_ONLY]
 REPORT_ONLY_CASES = [("beta29/faulted", label) for label in REPORT_ONLY]
@@ -60,7 +71,9 @@ faulted = pytest.mark.parametrize("trial", FAULTED, indirect=True)
 
 def cases(pairs: list[tuple[str, str]]) -> pytest.MarkDecorator:
     """Parametrize (trial, label) over `<release>/faulted` worlds and their corrupt runs."""
-    return pytest.mark.parametrize(("trial", "label"), pairs, indirect=["trial"])
+    return pytest.mark.parametrize(
+        ("trial", "label"), [marked(w, label) for w, label in pairs], indirect=["trial"]
+    )
 
 
 def run_of(trial: Trial, label: str) -> Run:

@@ -23,6 +23,7 @@ Per release, two worlds built once per session:
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,6 @@ from tests.corpus.worlds import (
 from tests.faults import drop_faults, slow_insert, terminate
 from tests.judge import KITS, build_runtime, wait_until
 
-RELEASES = ("4.3.7", "4.1.1")
 MODULE = "corpus"  # tests/node/v4/workflows/corpus.ts
 
 
@@ -85,7 +85,9 @@ class Crash:
     resume: tuple[str, Any] | None = None
 
 
-_BOTH = (
+# Every crash a two-task release's write paths can have: the entity write and its event as
+# two statements. A release lists those its dist/storage.js does NOT wrap in a transaction.
+_CRASHES = (
     Crash("step_completed_lost", "step completed without step_completed", "pair", [23],
           "step_completed", "WF111", "completed", pair_value(23)),
     Crash("step_failed_lost", "step failed without step_failed", "doomed", [28],
@@ -96,27 +98,57 @@ _BOTH = (
           "WF102", "completed", pair_value(21)),
     Crash("orphan_hook", "hook row without hook_created", "hooked", [22, "corpus-orphan"],
           "hook_created", "WF103", "completed", {"total": 25}, ("corpus-orphan", {"n": 3})),
-)  # fmt: skip
-# 4.1.1 writes step_created and run_created as two autocommits too (4.3.7: one transaction).
-_ONLY_41 = (
     Crash("orphan_step", "step row without step_created", "pair", [20], "step_created",
           "WF101", "completed", pair_value(20)),
     Crash("run_created_lost", "run row without run_created", "pair", [26], "run_created",
           "WF121", "completed", pair_value(26)),
 )  # fmt: skip
-CRASHES: dict[str, tuple[Crash, ...]] = {"4.3.7": _BOTH, "4.1.1": _BOTH + _ONLY_41}
-# What the release's runtime does next with NO repair, once the dead workers' locks are gone
-# (graphile's 4-hour sweep) and it restarts: `wedges` (running, no delivery makes progress),
-# `loops` (running, redelivered again and again, no new event), `heals` (the replay writes the
-# missing event and the run reaches its end), `fails` (the run ends `failed`), `ended` (the
-# runtime had already finished it before the crash was over).
-ALONE: dict[str, dict[str, str]] = {
-    "4.3.7": {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
-              "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "heals"},
-    "4.1.1": {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
-              "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "fails",
-              "orphan_step": "heals", "run_created_lost": "ended"},
-}  # fmt: skip
+CRASH = {c.label: c for c in _CRASHES}
+
+
+@dataclass(frozen=True)
+class Release:
+    """One published release's corpus, as data: the version (its pinned set in
+    tests/node4x/<version>), the crashes its write paths allow (`CRASH` labels), and what its
+    runtime does next with each when nothing repairs it (`alone`, measured by the control in
+    test_corpus.py): `wedges` (running, no delivery makes progress), `loops` (running,
+    redelivered again and again, no new event), `heals` (the replay writes the missing event
+    and the run reaches its end), `fails` (the run ends `failed`), `ended` (the runtime had
+    already finished it before the crash was over). `slow`: its worlds carry the `slowest`
+    marker (CI still runs them)."""
+
+    version: str
+    alone: Mapping[str, str]
+    slow: bool = False
+
+    @property
+    def crashes(self) -> tuple[Crash, ...]:
+        return tuple(CRASH[label] for label in self.alone)
+
+
+# Transactions in each release's dist/storage.js (which crash cannot happen there): none in
+# 4.1.x and 4.2.0; step_started alone in 4.3.0 and 5.0.0-beta.27; 4.3.6 adds step_created,
+# hook_disposed, hook_received; 4.3.7 also run_created (both paths).
+_41 = {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
+       "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "fails",
+       "orphan_step": "heals", "run_created_lost": "ended"}  # fmt: skip
+_43 = {**_41, "orphan_hook": "heals"}
+_437 = {k: v for k, v in _43.items() if k not in ("orphan_step", "run_created_lost")}
+RELEASES: dict[str, Release] = {
+    r.version: r
+    for r in (
+        Release("4.3.7", _437),
+        Release("4.1.1", _41),
+        Release("4.1.4", _41, slow=True),
+        Release("4.1.5", _41, slow=True),
+        Release("4.2.0", _41, slow=True),
+        Release("4.3.0", _43, slow=True),
+        Release("4.3.6", {k: v for k, v in _43.items() if k != "orphan_step"}, slow=True),
+        Release("5.0.0-beta.27", _43, slow=True),
+    )
+}
+CRASHES = {v: r.crashes for v, r in RELEASES.items()}
+ALONE = {v: dict(r.alone) for v, r in RELEASES.items()}
 # The other corrupt runs of every faulted world (see add_crashes).
 EXTRA = ("lost_wake_up", "piled_sleeper")
 
@@ -204,12 +236,17 @@ def add_crashes(b: Builder, release: str) -> None:
         thread.join(timeout=SETTLE)
 
 
+def db_tag(release: str) -> str:
+    """The release as a database name part (`5.0.0-beta.27` -> `500beta27`)."""
+    return "".join(ch for ch in release if ch.isalnum())
+
+
 def build_corpus(server: Server, release: str, template: str, log_dir: Path) -> dict[str, World]:
     """The release's corpus: its background, a healthy and a faulted world (worlds.build_worlds)."""
     folder, _ = build_runtime(KITS[release])
     steps = {"healthy": (add_pending,), "faulted": (lambda w: add_crashes(w, release), add_pending)}
     return build_worlds(
         server, template, folder, log_dir,
-        release=release, tag=release.replace(".", ""), background=build_background,
+        release=release, tag=db_tag(release), background=build_background,
         world_steps=steps,
     )  # fmt: skip
