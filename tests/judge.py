@@ -93,6 +93,9 @@ _V4_BUNDLE = Path(".well-known") / "workflow" / "v1" / "flow.js"
 def release_kit(version: str) -> Kit:
     """A published release's kit: its pinned set (tests/node4x/<version>, shared with the
     setup-only users of conftest.install_release_package) and the 4.x server and workflows."""
+    if version.startswith("5."):  # a 5.0 beta's `wf build` emits ESM routes
+        return Kit(version, NODE4X / version, release_cache(version), _V4_SOURCES, _V4_FILES,
+                   FLOW_BUNDLE)  # fmt: skip
     return Kit(version, NODE4X / version, release_cache(version), _V4_SOURCES, _V4_FILES,
                _V4_BUNDLE, True)  # fmt: skip
 
