@@ -39,6 +39,7 @@ from wfctl import sql  # noqa: E402
 from wfctl.doctor import registry  # noqa: E402
 from wfctl.doctor.base import UPSTREAM_GAPS, UPSTREAM_RULES, Check, Needs  # noqa: E402
 from wfctl.doctor.runner import DoctorOptions  # noqa: E402
+from wfctl.doctor.support import check_support  # noqa: E402
 from wfctl.world import releases  # noqa: E402
 
 # Checks whose --all scope reads the history (events/steps/runs); the others read the
@@ -146,14 +147,14 @@ def releases_text(check: Check) -> str:
     """Per release line (wfctl.world.releases): applies with which severity, or why not."""
     parts = []
     for release in releases.RELEASES.values():
-        _, how = releases.check_support(check, release)
+        _, how = check_support(check, release)
         parts.append(f"{release.package}: {how}")
     return "; ".join(parts)
 
 
 def releases_column(check: Check) -> str:
     """The table's short form: the release lines the check applies on."""
-    keys = [r.key for r in releases.RELEASES.values() if releases.check_support(check, r)[0]]
+    keys = [r.key for r in releases.RELEASES.values() if check_support(check, r)[0]]
     return ", ".join(keys) if len(keys) < len(releases.RELEASES) else "all"
 
 

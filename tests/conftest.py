@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -302,7 +303,7 @@ def _release_template(server: Server, made: dict[str, str], version: str) -> str
     if version not in made:
         if not node_available():
             pytest.skip("node/npm not found: the real @workflow/world-postgres cannot be installed")
-        db = _create_db(server, prefix=f"tmpl_real_{version.replace('.', '_')}")
+        db = _create_db(server, prefix="tmpl_real_" + re.sub(r"\W", "_", version))
         release_setup(db.dsn, version)
         made[version] = db.name
     return made[version]

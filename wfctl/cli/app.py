@@ -66,11 +66,36 @@ class State:
     # `--lock-timeout` was given (before or after the command), not left at its default:
     # `migrate` then uses it for its exclusive statements instead of their shorter default
     lock_timeout_given: bool = False
+    # The @workflow/world-postgres version the operator pinned (`--package` of info, doctor,
+    # repair; else WFCTL_PACKAGE_VERSION / WFCTL_PACKAGE): how the world's release is known
+    # where its journal leaves several candidates.
+    pinned: str | None = None
 
 
 # Formats read by programs (cron, Nagios, Prometheus, jq): never answered from the embedded
 # server unless its DSN is given explicitly.
 MACHINE_FORMATS = frozenset({Format.JSON, Format.JSONL, Format.PROMETHEUS, Format.NAGIOS})
+
+
+PinOption = Annotated[
+    str | None,
+    typer.Option(
+        "--package",
+        metavar="DIR|VERSION",
+        help="The app's installed @workflow/world-postgres folder (its package.json names the "
+        "version) or a version: pins the release where the world's journal leaves several "
+        "(default: WFCTL_PACKAGE_VERSION, WFCTL_PACKAGE).",
+        show_default=False,
+    ),
+]
+
+
+def pin(st: State, package: str | None) -> None:
+    """Resolve `--package` (else the environment) into the pinned version: bad input exits
+    64 before anything connects."""
+    from wfctl.world import releases
+
+    st.pinned = releases.pinned_version(package)
 
 
 def state(ctx: typer.Context) -> State:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from wfctl.clock import timestamp
+from wfctl.severity import Severity as Severity  # re-exported: checks import it from here
 
 if TYPE_CHECKING:
     from wfctl.world.releases import Release
@@ -61,12 +62,6 @@ UPSTREAM_GAPS: dict[str, str] = {
     "may sit among the step's events); the harmful order, a completion before the creation, "
     "is WF143",
 }
-
-
-class Severity(enum.StrEnum):
-    CRITICAL = "critical"
-    WARNING = "warning"
-    INFO = "info"
 
 
 _RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -142,6 +137,9 @@ class Check:
     # Upstream consistency-checker rule names this check covers (each one of UPSTREAM_RULES);
     # empty when upstream has no such rule (queue, catalog and slot-numbering families).
     upstream_rules: tuple[str, ...] = ()
+    # Compares the world with what its release promises as a whole (WF151): on a world wfctl
+    # does not know whole (World.unknowable) there is nothing to compare with.
+    needs_known_world: bool = False
 
     def __post_init__(self) -> None:
         unknown = [r for r in self.upstream_rules if r not in UPSTREAM_RULES]

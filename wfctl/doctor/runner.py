@@ -118,8 +118,11 @@ class Report:
 
     @property
     def status(self) -> Status:
-        """Worst first: critical, unknown, warning; otherwise ok."""
+        """Worst first: critical, unknown, warning; otherwise ok. A world wfctl does not know
+        whole is at least unknown (docs/cli.md, 'A world wfctl does not know')."""
         statuses = {r.status for r in self.results}
+        if self.world.unknowable:
+            statuses.add(Status.UNKNOWN)
         for status in (Status.CRITICAL, Status.UNKNOWN, Status.WARNING):
             if status in statuses:
                 return status
@@ -151,6 +154,7 @@ class Report:
                 "standby": self.world.standby,
                 "era": self.world.era,
                 "release": self.world.release.name if self.world.release else None,
+                "unknown": self.world.unknowable or None,
                 "graphile_worker": self.world.has_graphile,
             },
             "options": self.options.as_dict(),
@@ -360,6 +364,8 @@ def weigh(finding: Finding, world: World) -> Finding:
 def _missing_needs(check: Check, world: World) -> str:
     if Needs.SLOTS in check.needs and not world.has_event_slots:
         return "slot-era worlds only"
+    if check.needs_known_world and world.unknowable:
+        return f"what this world should hold cannot be known: {world.unknowable}"
     release = world.release_or_default
     if check.code in release.not_applicable:
         return f"{release.name}: {release.not_applicable[check.code]}"

@@ -23,7 +23,7 @@ class CatalogDriftCheck(Check):
 
     def extra_findings(self, conn: psycopg.Connection[Any], release: Release) -> Iterator[Finding]:
         later = later_objects(release)
-        found = catalog.compare(conn, release.catalog)
+        found = catalog.compare(conn, release.expected_catalog)
         prepared = any(d.change == "unexpected" and d.name == PREPARED_KEY_INDEX for d in found)
         if prepared and _prepared_key_index(conn):  # `migrate --online` built it; 0019 adopts it
             found = [d for d in found if d.name != PREPARED_KEY_INDEX]
@@ -59,10 +59,12 @@ CHECK = CatalogDriftCheck(
     title="catalog drift",
     severity=Severity.CRITICAL,
     upstream_rules=("log.unique-event-id", "step.created-once", "wait.created-once"),
+    needs_known_world=True,
     remedy="report only: add what the skipped migrations add (see --explain WF151)",
     explanation=Explanation(
-        meaning="Compared with the catalog the world's own release makes (4.1.x, 4.3.x, "
-        "beta.29, slot era: each captured from that package's own migrations). "
+        meaning="Compared with the catalog the migrations the world records promise: drizzle's "
+        "table plus each recorded migration's effect, captured from the published packages' "
+        "own files (docs/releases.md); the slot era's is kept as data. "
         "The live catalog lacks what the recorded migrations promise (a column, an "
         "index, an index predicate, an enum label), or an index is INVALID (critical). "
         "Objects a newer upstream migration adds (0018-0027: hook token retention, event "

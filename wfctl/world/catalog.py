@@ -8,6 +8,7 @@ can be kept as data (`wfctl/data/catalog_<era>.json`) and checked against the re
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -153,12 +154,14 @@ def differences(
     return out
 
 
-def compare(conn: psycopg.Connection[Any], era: str) -> list[Difference]:
-    """The live catalog against `era`'s, by meaning: what the server prints differently but
-    means the same is equal, and what later upstream migrations add is labelled `known`."""
+def compare(conn: psycopg.Connection[Any], want: str | Catalog) -> list[Difference]:
+    """The live catalog against `want` (a catalog, or an era's kept data file), by meaning:
+    what the server prints differently but means the same is equal, and what later upstream
+    migrations add is labelled `known`."""
     from wfctl.world import newer  # data about upstream releases, kept beside the catalog
 
-    found = differences(expected(era), describe(conn), server_equivalence(conn))
+    wanted = expected(want) if isinstance(want, str) else want
+    found = differences(wanted, describe(conn), server_equivalence(conn))
     return [newer.classify(d) for d in found]
 
 
@@ -248,7 +251,14 @@ def _diff_keys(
 
 
 def expected(era: str) -> Catalog:
-    """The catalog the package (and `wfctl bootstrap`) creates for an era, kept as data."""
+    """The catalog `wfctl bootstrap` creates for an era (`beta29`, `slot`), kept as data; any
+    release's catalog is composed from its migrations (wfctl.world.drizzle.compose), and a
+    test proves the two agree for beta.29."""
+    if era not in ("beta29", "slot"):
+        from wfctl.world import releases  # a release line's catalog, from its journal
+
+        composed: Catalog = releases.line(era).expected_catalog
+        return composed
     path = DATA_DIR / f"catalog_{era}.json"
     result: Catalog = json.loads(path.read_text(encoding="utf-8"))
     return result
@@ -257,3 +267,110 @@ def expected(era: str) -> Catalog:
 def dump(catalog: Catalog) -> str:
     """Stable JSON text for a catalog (used to write the data files)."""
     return json.dumps(catalog, indent=1, sort_keys=True) + "\n"
+
+
+# The delta format: {"enums": {name: labels | None}, "sequences": {name: spec | None},
+# "tables": {name: None (dropped) | {"add": entry} | {"columns": [[name, col | None], ...],
+# "constraints": {name: def | None}, "indexes": {name: def | None}}}}. None removes.
+
+
+def delta(before: Catalog, after: Catalog) -> dict[str, Any]:
+    """What turned `before` into `after` (used by the generator)."""
+    out: dict[str, Any] = {}
+    for kind in ("enums", "sequences"):
+        changed = _keyed(before[kind], after[kind])
+        if changed:
+            out[kind] = changed
+    tables: dict[str, Any] = {}
+    for name in sorted(set(before["tables"]) | set(after["tables"])):
+        old, new = before["tables"].get(name), after["tables"].get(name)
+        if old == new:
+            continue
+        if new is None or old is None:
+            tables[name] = None if new is None else {"add": new}
+            continue
+        change: dict[str, Any] = {}
+        old_cols = {c[0]: c for c in old["columns"]}
+        new_cols = {c[0]: c for c in new["columns"]}
+        cols = [[n, None] for n in old_cols if n not in new_cols]
+        cols += [[c[0], c] for c in new["columns"] if old_cols.get(c[0]) != c]
+        if cols:
+            change["columns"] = cols
+        for kind in ("constraints", "indexes"):
+            keyed = _keyed(old[kind], new[kind])
+            if keyed:
+                change[kind] = keyed
+        tables[name] = change
+    if tables:
+        out["tables"] = tables
+    return out
+
+
+def apply_delta(catalog: Catalog, change: dict[str, Any]) -> None:
+    """Apply one delta to `catalog` in place (added columns go last, as ALTER TABLE does)."""
+    for kind in ("enums", "sequences"):
+        _apply_keyed(catalog[kind], change.get(kind, {}))
+    for name, table in change.get("tables", {}).items():
+        if table is None:
+            catalog["tables"].pop(name, None)
+            continue
+        if "add" in table:
+            catalog["tables"][name] = copy.deepcopy(table["add"])
+            continue
+        entry = catalog["tables"][name]
+        for col_name, col in table.get("columns", []):
+            at = next((i for i, c in enumerate(entry["columns"]) if c[0] == col_name), None)
+            if col is None:
+                if at is not None:
+                    del entry["columns"][at]
+            elif at is None:
+                entry["columns"].append(list(col))
+            else:
+                entry["columns"][at] = list(col)
+        for kind in ("constraints", "indexes"):
+            _apply_keyed(entry[kind], table.get(kind, {}))
+
+
+def describe_delta(change: dict[str, Any]) -> list[str]:
+    """A delta in words, for docs and `info`."""
+    out: list[str] = []
+    enums = change.get("enums", {})
+    moved = sorted(n for n, v in enums.items() if v is None)
+    added = sorted(n for n, v in enums.items() if v is not None)
+    if moved and added:
+        out.append(
+            f"enums {', '.join(n.partition('.')[2] for n in moved)}: "
+            f"{moved[0].partition('.')[0]} -> {added[0].partition('.')[0]}"
+        )
+    else:
+        out += [f"enum {n}" for n in added] + [f"drops enum {n}" for n in moved]
+    for name, table in sorted(change.get("tables", {}).items()):
+        short = name.partition(".")[2]
+        if table is None:
+            out.append(f"drops table {short}")
+            continue
+        if "add" in table:
+            out.append(f"table {short}")
+            continue
+        for col, spec in table.get("columns", []):
+            out.append(f"{'column' if spec else 'drops column'} {short}.{col}")
+        for kind, word in (("constraints", "constraint"), ("indexes", "index")):
+            for obj, spec in sorted(table.get(kind, {}).items()):
+                out.append(f"{word if spec else 'drops ' + word} {obj}")
+    for name, spec in sorted(change.get("sequences", {}).items()):
+        out.append(f"{'sequence' if spec else 'drops sequence'} {name}")
+    return out
+
+
+def _keyed(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: None for k in old if k not in new}
+    out.update({k: v for k, v in new.items() if old.get(k) != v})
+    return out
+
+
+def _apply_keyed(target: dict[str, Any], change: dict[str, Any]) -> None:
+    for key, value in change.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = copy.deepcopy(value)

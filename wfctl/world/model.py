@@ -1,15 +1,19 @@
 """What kind of world a database holds: presence, era, recorded migrations, queue, drift.
 
-Eras (reference §1.3-1.6):
-- `beta29`: events keyed `(id)`, no slot marker table (the shape npm serves today);
+A world is known by what it holds (wfctl.world.releases): its recorded drizzle rows are matched
+to known migrations, and the published versions whose own setup records exactly those are its
+candidates. Eras (the line the candidates belong to; `releases.LINE_OF`):
+- `4.1-beta` (4.1.0-beta.15..34, pg-boss), `4.1` (4.1.0-beta.46, 4.1.1: 0000-0009), `4.2`
+  (4.1.4, 4.1.5, 4.2.0: 0000-0010), `4.3` (4.3.0-4.3.7: 0000-0010 + 0015), `beta27`
+  (0000-0015), `beta29` (0000-0017);
+- `beta29` also: events keyed `(id)`, no slot marker table, beta.29's last migration recorded
+  with another journal (a 4.3.x world the beta.29 migrator upgraded: catalog drift, it skips
+  0011-0014), or no journal at all;
 - `slot`: `workflow_event_slots` exists and events are keyed `(run_id, id)` (beta.32+);
 - `half-slot`: one of the two slot changes without the other (an interrupted migration);
-- `4.1`, `4.3`: a world of that 4.x release, recognised by exactly the drizzle rows its own
-  setup records (0000-0009; 0000-0010 + 0015);
-- `older`: the beta.29 key shape with some other journal lacking beta.29's last migration
-  (e.g. a migration interrupted half-way); a 4.3.x world the beta.29 migrator upgraded is
-  `beta29` with catalog drift (it skips 0011-0014);
-- `unknown`: migrations recorded that wfctl does not know, on a non-slot shape.
+- `older`: some other journal of known migrations lacking beta.29's last one (e.g. a
+  migration interrupted half-way);
+- `unknown`: a migration recorded that no published release wfctl knows has.
 """
 
 from __future__ import annotations
@@ -35,8 +39,12 @@ _PHRASES = {
     "older": "world whose drizzle journal no known release records (an unfinished migration?)",
     "unknown": "world of an unknown or newer shape",
 }
-# The tables every release line's world has (4.1.x through the slot era): a world missing one
-# is incomplete, and nothing may be written to it (a write would half-apply).
+# Where an operator pins the package version when the journal cannot tell it (`--package DIR`
+# does the same per command): a version, or an installed package folder.
+PIN_ENV = ("WFCTL_PACKAGE_VERSION", "WFCTL_PACKAGE")
+# The tables a world has (4.1.0-beta.46 through the slot era; the pg-boss betas lack waits): a
+# world missing one of its release's is incomplete, and nothing may be written to it (a write
+# would half-apply).
 WORLD_TABLES = tuple(
     f"workflow.workflow_{name}"
     for name in ("runs", "events", "steps", "waits", "hooks", "stream_chunks")
@@ -82,6 +90,27 @@ class World:
 
     # wfctl's worker queue (wfctl.run_queue, revision w0004): runs handed to `wfctl worker`s.
     has_run_queue: bool = False
+    # The release the world's journal (and a pin) make it: None where no release fits.
+    described: Release | None = None
+    # A pinned package version wfctl has not read (newer than every release it knows).
+    unknown_package: str = ""
+
+    @property
+    def unknowable(self) -> str:
+        """Why wfctl cannot know this world whole ("" when it can): an unknown migration
+        recorded or an unknown package version pinned. Read-only commands work on what the
+        world has; nothing is written (docs/cli.md, 'A world wfctl does not know')."""
+        if self.unknown_migrations:
+            return (
+                f"its journal records {', '.join(self.unknown_migrations)}, a migration no "
+                "release wfctl knows has"
+            )
+        if self.unknown_package:
+            return (
+                f"it is pinned to @workflow/world-postgres {self.unknown_package}, a version "
+                f"wfctl has not read (it knows up to {releases.NEWEST})"
+            )
+        return ""
 
     @property
     def present(self) -> bool:
@@ -90,7 +119,9 @@ class World:
     @property
     def release(self) -> Release | None:
         """The release description of this world (None: not a release wfctl knows)."""
-        return releases.get(self.era) if self.present else None
+        if not self.present:
+            return None
+        return self.described if self.described is not None else releases.get(self.era)
 
     @property
     def release_or_default(self) -> Release:
@@ -98,7 +129,10 @@ class World:
         `older`/`unknown` worlds share; commands that need a known release refuse first)."""
         if self.release is not None:
             return self.release
-        return releases.SLOT if self.has_event_slots else releases.BETA29
+        if self.has_event_slots:
+            return releases.SLOT
+        known = releases.newest_known_within(self.migrations)
+        return known if known is not None else releases.BETA29
 
     def upgrade(self) -> releases.Upgrade | None:
         """What the next release's own migrator would do to this world (info only)."""
@@ -110,7 +144,7 @@ class World:
         if not self.present:
             return "no world"
         phrase = _PHRASES.get(self.era)
-        if phrase is None and self.release is not None:
+        if self.release is not None and (phrase is None or self.release.candidates):
             return self.release.kind
         return phrase or _PHRASES["unknown"]
 
@@ -133,6 +167,8 @@ class World:
             "events_key": self.events_key,
             "migrations": self.migrations,
             "unknown_migrations": self.unknown_migrations,
+            "journal": releases.describe_journal(self.migrations) if self.migrations else None,
+            "unknown": self.unknowable or None,
             "catalog_drift": self.drift,
             "missing_tables": self.missing_tables,
             "queue_hidden_by_rls": self.queue_hidden,
@@ -158,22 +194,33 @@ class World:
     def require_supports(self, action: str) -> None:
         """Refuse (exit 2) what this world's release cannot take (`Release.refuses`), with
         the reason, before anything is written."""
-        reason = self.release.refuses.get(action) if self.release else None
+        refuses = self.release.refuses if self.release else {}
+        reason = refuses.get(action) or refuses.get("*")
         if reason:
             raise RefusedError(
-                f"{self.kind} cannot take {action}: {reason}",
+                f"{self.kind} cannot take {'any action' if action == '*' else action}: {reason}",
                 hint="nothing was written; `wfctl info` shows the release (docs/releases.md)",
             )
 
-    def require_known(self) -> None:
-        """Refuse (exit 3) unless this is a world of an era wfctl understands."""
+    def require_known(self, *, acting: bool = True) -> None:
+        """Refuse (exit 3) unless this is a world of an era wfctl understands and knows whole;
+        `acting`: also refuse (exit 2) a release wfctl reads but does not act on."""
         self.require_present()
+        if self.unknowable:
+            raise WfctlError(
+                f"database {self.database!r} holds a world wfctl does not know whole: "
+                f"{self.unknowable}",
+                hint="nothing was written; read-only commands (info, doctor, runs list/show) "
+                "work on what it has; upgrade wfctl to act on it",
+            )
         if self.era not in KNOWN_ERAS:
             raise WfctlError(
                 f"database {self.database!r} holds a {self.kind}",
                 hint="run `wfctl info` for details; upgrade wfctl or finish the migration",
             )
         self.require_complete()
+        if acting:
+            self.require_supports("*")
 
     def require_complete(self) -> None:
         """Refuse (exit 3) a world with a table missing: its shape is not one wfctl can read
@@ -188,8 +235,13 @@ class World:
             )
 
 
-def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
-    """Introspect the database behind `conn` (read-only; catalog and bookkeeping only)."""
+def inspect(
+    conn: psycopg.Connection[Any], *, with_drift: bool = True, pinned: str | None = None
+) -> World:
+    """Introspect the database behind `conn` (read-only; catalog and bookkeeping only).
+
+    `pinned`: the package version the operator names (`--package DIR`); default: the
+    environment (PIN_ENV)."""
     with conn.cursor(row_factory=dict_row) as cur:
         p = cur.execute(sql.load("world/world_presence")).fetchone()
         assert p is not None
@@ -197,12 +249,11 @@ def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
         if p["has_migrations_table"]:
             rows = cur.execute(sql.load("world/drizzle_migrations")).fetchall()
     recorded = [drizzle.identify(r["hash"], r["created_at"]) for r in rows]
-    unknown = [
-        name
-        for name, r in zip(recorded, rows, strict=True)
-        if name.startswith("unknown(") and (r["created_at"] or 0) > drizzle.LATEST_KNOWN_WHEN
-    ]
+    # Any row no known migration file has is unknown: a newer release's, or one of a branch
+    # wfctl never saw (its `when` can be older than ours: drizzle then never applies ours).
+    unknown = [name for name in recorded if name.startswith("unknown(")]
     era = _era(p["has_event_slots"], p["events_key"], recorded, unknown)
+    version = releases.pinned_version(pinned)
     world = World(
         database=p["database"],
         user=p["user"],
@@ -221,15 +272,45 @@ def inspect(conn: psycopg.Connection[Any], *, with_drift: bool = True) -> World:
         queue_hidden=list(p["queue_hidden"]) if p["has_graphile_jobs"] else [],
         has_run_queue=p["has_run_queue"],
     )
+    world.described, world.unknown_package = _describe(era, recorded, version)
     if world.present:
-        wanted = WORLD_TABLES + (("workflow.workflow_event_slots",) if era == "slot" else ())
+        wanted = _tables(world)
         world.missing_tables = [t for t in wanted if t not in p["world_tables"]]
-    if with_drift and world.present:
+    if with_drift and world.present and not world.unknowable:
         world.drift = [
             d.text + (f" (upstream {d.known})" if d.known else "")
-            for d in catalog.compare(conn, _drift_baseline(era))
+            for d in catalog.compare(conn, _drift_baseline(world))
         ]
     return world
+
+
+def _describe(era: str, recorded: list[str], version: str | None) -> tuple[Release | None, str]:
+    """(the world's Release, a pinned version wfctl does not know)."""
+    if version is not None and version not in releases.PACKAGES:
+        if releases.version_key(version) > releases.version_key(releases.NEWEST):
+            return None, version
+        version = None  # an older unpublished build: the journal decides
+    known = [t for t in recorded if not t.startswith("unknown(")]
+    if era == "slot" or era == "half-slot":
+        return None, ""
+    if version is not None and (era in releases.RELEASES or era in ("older", "unknown")):
+        journal = known if known else releases.PACKAGES[version].journal
+        return releases.of_version(version, journal, f"pinned ({version})"), ""
+    candidates = releases.by_journal(recorded)
+    if candidates:
+        return releases.build(candidates, tuple(recorded)), ""
+    return None, ""
+
+
+def _tables(world: World) -> tuple[str, ...]:
+    """The tables this world must have: its release's (composed from its journal), else
+    every release line's."""
+    release = world.release
+    if world.era == "slot":
+        return (*WORLD_TABLES, "workflow.workflow_event_slots")
+    if release is None or release.key == "slot":
+        return WORLD_TABLES
+    return tuple(t for t in WORLD_TABLES if t in release.expected_catalog["tables"])
 
 
 def _era(has_slots: bool, key: str | None, recorded: list[str], unknown: list[str]) -> str:
@@ -240,16 +321,16 @@ def _era(has_slots: bool, key: str | None, recorded: list[str], unknown: list[st
         return "half-slot"
     if unknown:
         return "unknown"
-    release = releases.by_journal(recorded)
-    if release is not None:
-        return release.key
-    if recorded and drizzle.BETA29[-1].tag not in recorded:
+    candidates = releases.by_journal(recorded)
+    if candidates:
+        return releases.LINE_OF[candidates[0]]
+    if recorded and drizzle.KNOWN[-1].tag not in recorded:
         return "older"
     return "beta29"
 
 
-def _drift_baseline(era: str) -> str:
-    if era == "half-slot":
+def _drift_baseline(world: World) -> catalog.Catalog | str:
+    if world.era == "half-slot":
         return "slot"
-    release = releases.get(era)
-    return release.catalog if release else "beta29"
+    release = world.release
+    return release.expected_catalog if release else "beta29"

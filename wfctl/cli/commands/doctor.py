@@ -15,7 +15,7 @@ import psycopg
 import typer
 
 from wfctl.cli import complete
-from wfctl.cli.app import State, app, state
+from wfctl.cli.app import PinOption, State, app, pin, state
 from wfctl.cli.output import Format, Output
 from wfctl.clock import timestamp
 from wfctl.connection.db import connect, query_error, read_only
@@ -134,6 +134,7 @@ def doctor_command(
             " run (the verdict and exit status still count every check).",
         ),
     ] = False,
+    package: PinOption = None,
 ) -> None:
     """Detect wedged runs: rows and events that disagree, runaway or missing wake-ups, drift.
 
@@ -156,6 +157,7 @@ def doctor_command(
         _explain(st.output, registry.get(explain))
         return
     fmt = st.output.require(*Format)
+    pin(st, package)
     options = doctor.DoctorOptions(
         min_age=parse_duration(min_age, "--min-age"),
         all_runs=all_runs,
@@ -203,10 +205,10 @@ def _diagnose(
         try:
             if incremental:
                 skew = parse_duration(clock_skew, "--clock-skew")
-                report = _incremental(st.output, conn, checks, options, skew, helpers)
+                report = _incremental(st.output, conn, checks, options, skew, helpers, st.pinned)
             else:
                 with read_only(conn, snapshot=bool(helpers)):
-                    world = model.inspect(conn, with_drift=False)
+                    world = model.inspect(conn, with_drift=False, pinned=st.pinned)
                     world.require_present()
                     if run_ids:
                         missing_runs.require_runs(conn, run_ids)
@@ -245,6 +247,7 @@ def _incremental(
     options: doctor.DoctorOptions,
     skew: timedelta,
     helpers: list[psycopg.Connection[tuple[object, ...]]],
+    pinned: str | None = None,
 ) -> doctor.Report:
     """A read-only pass over the touched runs, then the watermark in its own transaction.
 
@@ -253,7 +256,7 @@ def _incremental(
     from wfctl.doctor import incremental  # ids/ulid: only this mode needs them
 
     with read_only(conn, snapshot=bool(helpers)):
-        world = model.inspect(conn, with_drift=False)
+        world = model.inspect(conn, with_drift=False, pinned=pinned)
         world.require_present()
         report, done = incremental.run(conn, world, checks, options, skew, helpers=helpers)
     if world.standby:
@@ -350,11 +353,12 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _explain(output: Output, check: Check) -> None:
     """The explanation of one code, in the invocation's format (text or json)."""
+    from wfctl.doctor.support import check_support
     from wfctl.world import releases
 
     fmt = output.require(Format.TEXT, Format.PLAIN, Format.MARKDOWN, Format.JSON)
     e = check.explanation
-    per_release = {r.key: releases.check_support(check, r)[1] for r in releases.RELEASES.values()}
+    per_release = {r.key: check_support(check, r)[1] for r in releases.RELEASES.values()}
     if fmt is Format.JSON:
         output.json(
             {

@@ -10,7 +10,7 @@ from psycopg import errors as pgerrors
 from psycopg.rows import dict_row
 
 from wfctl import sql
-from wfctl.cli.app import app, state
+from wfctl.cli.app import PinOption, app, pin, state
 from wfctl.cli.output import Format
 from wfctl.connection import embedded
 from wfctl.connection.db import connect, query_error, read_only
@@ -19,13 +19,16 @@ from wfctl.world import model
 
 
 @app.command()
-def info(ctx: typer.Context) -> None:
-    """Show the resolved connection, the server, what kind of world it holds, and the spec
-    versions of its runs and events with what doctor checks for each.
+def info(ctx: typer.Context, package: PinOption = None) -> None:
+    """Show the resolved connection, the server, what kind of world it holds (the releases
+    its drizzle journal can be, e.g. "4.1.4, 4.1.5 or 4.2.0: journal 0000-0010"), and the
+    spec versions of its runs and events with what doctor checks for each.
 
     Read-only: one READ ONLY transaction over the catalog, drizzle's bookkeeping table and a
     count of runs and events per spec version (a scan of the events table).
-    Exit 0 for a world wfctl understands, 3 for no world or an unknown shape.
+    Exit 0 for a world wfctl knows, 3 for no world, an unknown shape, or a world wfctl does
+    not know whole (an unknown migration recorded, an unknown package pinned: everything it
+    does know is shown first).
 
     [bold]Examples[/bold]
       wfctl info
@@ -34,10 +37,11 @@ def info(ctx: typer.Context) -> None:
     """
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    pin(st, package)
     with connect(st.target) as conn:
         try:
             with read_only(conn):
-                world = model.inspect(conn)
+                world = model.inspect(conn, pinned=st.pinned)
                 versions = _spec_versions(conn) if world.present else []
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "inspecting the world") from None
@@ -52,7 +56,7 @@ def info(ctx: typer.Context) -> None:
         st.output.json(report)
     else:
         _print_text(st.output.data, report, world)
-    world.require_known()
+    world.require_known(acting=False)
 
 
 def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
@@ -78,8 +82,10 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
             f"migrations:   {len(world.migrations)} recorded"
             + (f", latest {world.migrations[-1]}" if world.migrations else ""),
         ]
-        if world.unknown_migrations:
-            lines.append(f"unknown:      {', '.join(world.unknown_migrations)}")
+        if report["journal"]:
+            lines.append(f"journal:      {report['journal']}")
+        if world.unknowable:
+            lines.append(f"UNKNOWN:      {world.unknowable}; nothing will be written to it")
         if world.missing_tables:
             lines.append(f"INCOMPLETE:   missing {', '.join(world.missing_tables)}")
         release = world.release
@@ -89,7 +95,16 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
                 f"release:      {release.name} (spec {release.spec_version or 'per run'}; "
                 f"queue tasks {', '.join(release.tasks('<prefix>'))}{lacks})"
             )
-        if world.drift:
+            if release.worst_case:
+                lines.append(
+                    "              its runtime facts are the worst case among these versions; "
+                    "pin yours with --package DIR (or WFCTL_PACKAGE_VERSION)"
+                )
+            elif release.known_by != "journal":
+                lines.append(f"              known by: {release.known_by}")
+        if world.unknowable:
+            lines.append("catalog:      not compared (what this world should hold is unknown)")
+        elif world.drift:
             lines.append(f"catalog drift ({len(world.drift)}):")
             lines += [f"  - {d}" for d in world.drift]
         else:

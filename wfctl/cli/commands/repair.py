@@ -12,7 +12,7 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.cli import complete
-from wfctl.cli.app import app, state
+from wfctl.cli.app import PinOption, app, pin, state
 from wfctl.cli.output import Format, Output
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import missing_runs
@@ -102,6 +102,7 @@ def repair(
             "(repeatable).",
         ),
     ] = None,
+    package: PinOption = None,
 ) -> None:
     """Append the events doctor found missing, in one short guarded transaction per run.
 
@@ -134,6 +135,7 @@ def repair(
         return
     st = state(ctx)
     fmt = st.output.require(Format.TEXT, Format.PLAIN, Format.JSON)
+    pin(st, package)
     if apply and dry_run:
         raise UsageError("--apply and --dry-run exclude each other")
     age = parse_duration(min_age, "--min-age")
@@ -159,7 +161,7 @@ def repair(
     with connect(st.target, autocommit=True) as conn:
         try:
             with read_only(conn):
-                world = model.inspect(conn, with_drift=False)
+                world = model.inspect(conn, with_drift=False, pinned=st.pinned)
                 world.require_known()
                 if options.run_ids:
                     missing_runs.require_runs(conn, options.run_ids)
