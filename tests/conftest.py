@@ -236,7 +236,7 @@ def prefetch(jobs: dict[str, Callable[[], object]]) -> None:
         with gate:
             try:
                 job()
-            except Exception as exc:  # noqa: BLE001 - redone, and reported, by its user
+            except Exception as exc:  # redone, and reported, by the test that needs it
                 log.info("prefetch %s failed: %s", name, exc)
 
     for name, job in jobs.items():

@@ -149,6 +149,7 @@ class Trial:
     hop_keys: dict[str, list[str]] = field(default_factory=dict)  # run id -> job keys
     flow_jobs: dict[str, int] = field(default_factory=dict)  # run id -> live flow jobs
     tasks: set[str] = field(default_factory=set)  # the task identifiers of the queue's jobs
+    info: Cli | None = None
     doctor: Cli | None = None
     before: dict[str, str] = field(default_factory=dict)
     runs_before: dict[str, Any] = field(default_factory=dict)
@@ -217,6 +218,7 @@ def run_trial(trial: Trial, folder: Path, log_dir: Path) -> Trial:
     all_ids = [r.run_id for r in world.runs.values()]
     healthy_ids = list(world.healthy())
     _state(trial)
+    trial.info = _timed(trial, "info", ("info",))
     trial.doctor = _timed(
         trial, "doctor", ("doctor", "--all", "--min-age", "0s", "--limit", "1000")
     )

@@ -49,6 +49,7 @@ CORRUPT = {
     **{v: [*(c.label for c in r.crashes), *worlds4.EXTRA] for v, r in worlds4.RELEASES.items()},
 }
 RELEASES = list(CORRUPT)
+VERSION = {"beta29": "5.0.0-beta.29"}  # a corpus release name that is not its version
 
 
 def marked(world: str, *rest: str) -> Any:
@@ -146,6 +147,16 @@ def test_world_holds_what_operators_have(trial: Trial) -> None:
 
 
 # --- doctor --------------------------------------------------------------------------------------
+
+
+@worlds
+def test_info_names_the_release_and_exits_0(trial: Trial) -> None:
+    """`wfctl info` on the restored world (healthy or torn: info judges the world, not its
+    runs) exits 0 and names the release whose runtime made it among what the world can be."""
+    assert trial.info is not None and trial.info.report is not None, trial.info
+    assert trial.info.status == 0, (trial.info.stderr, trial.info.report)
+    version = VERSION.get(trial.world.release, trial.world.release)
+    assert version in json.dumps(trial.info.report.get("release")), trial.info.report
 
 
 @worlds
@@ -268,6 +279,38 @@ def test_every_log_reads_back_through_the_package(trial: Trial) -> None:
 
 
 ALONE_CASES = [(f"{r}/faulted", label) for r, labels in worlds4.ALONE.items() for label in labels]
+# What the release's runtime does next with an unrepaired fault, and the weight doctor owes it:
+# a run the runtime wedges, spins or fails is critical; one it heals or had already finished
+# is not (WF101 warning, WF103 info, WF121 warning, each saying why).
+CRITICAL_ALONE = frozenset({"wedges", "loops", "fails"})
+
+
+def weights(trial: Trial, run_id: str) -> dict[str, str]:
+    """{code: severity} of doctor's findings on one run (a sample's own weight, else its
+    check's)."""
+    assert trial.doctor is not None and trial.doctor.report is not None
+    out: dict[str, str] = {}
+    for check in trial.doctor.report.get("checks", []):
+        for sample in check.get("samples", []):
+            if sample.get("run_id") == run_id:
+                out[check["code"]] = sample.get("severity") or check["severity"]
+    return out
+
+
+@cases(ALONE_CASES)
+def test_doctor_weighs_the_fault_as_its_runtime_does(trial: Trial, label: str) -> None:
+    """The finding's weight is what the release's own runtime does next with it (the control
+    below measures that): critical where the run wedges, loops or fails, below critical where
+    the runtime heals it or had already finished it."""
+    run = run_of(trial, label)
+    alone = worlds4.ALONE[trial.world.release][label]
+    found = weights(trial, run.run_id)
+    assert run.codes <= set(found), (label, found)
+    weight = {found[code] for code in run.codes}
+    if alone in CRITICAL_ALONE:
+        assert weight == {"critical"}, (label, alone, found)
+    else:
+        assert "critical" not in weight, (label, alone, found)
 
 
 @cases(ALONE_CASES)

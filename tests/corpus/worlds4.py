@@ -1,23 +1,26 @@
-"""Corpus worlds of the 4.x line: made by the REAL 4.3.7 and 4.1.1 runtimes, torn by crashes.
+"""Corpus worlds of every published two-task release, each made by its OWN runtime, torn by crashes.
 
 Why: most self-hosted worlds run the 4.x line (npm `latest` of `@workflow/world-postgres` is
-4.3.7; the seed's operator runs 4.1.1), and their write paths differ from beta.29's: 4.1.1
-writes every entity row and its event as two autocommits, 4.3.7 wraps six of them in a
-transaction; both run steps as a second graphile task (`workflow_steps`) and re-enqueue every
-active run at each `world.start()`. So each release gets its own worlds, made by its own
-runtime (tests/judge.py `KITS`, tests/node/v4/server.mjs) on a database its own setup bin
-made, crashed with the same trigger + SIGKILL mechanics as the beta.29 corpus
-(tests/corpus/worlds.py), and moved with `pg_dump | psql`.
+4.3.7; the seed's operator runs 4.1.1), and what a crash can leave differs release by release:
+4.1.x and 4.2.0 write every entity row and its event as two autocommits, 4.3.0 and
+5.0.0-beta.27 wrap only `step_started` in a transaction, 4.3.6 four writes, 4.3.7 six; all of
+them run steps as a second graphile task (`workflow_steps`) and re-enqueue every active run at
+each `world.start()`. So each release gets its own worlds, made by the runtime its users got
+(tests/node4x/<version>, tests/judge.py `KITS`, tests/node/v4/server.mjs) on a database its
+own setup bin made, crashed with the same trigger + SIGKILL mechanics as the beta.29 corpus
+(tests/corpus/worlds.py), and moved with `pg_dump | psql`. A release is data (`RELEASES`: its
+version, the crashes its write paths allow, what its runtime does next with each); the
+builder below is shared.
 
 Per release, two worlds built once per session:
 - `healthy`: background runs in every state (completed, completed after a hook resume, failed,
   cancelled, waiting on a hook, running on a step whose retry is due in 2 h, a 3-day sleeper
   with its one delayed wake-up job, pending after one failed delivery). Nothing is corrupt.
 - `faulted`: the same background (cloned before its pending run), then every crash the
-  release's write paths allow (`CRASHES[release]`), each in its own run, a sleeper whose
-  wake-up job was deleted mid-sleep, and a sleeper that one restart's re-enqueue gave a second
-  delayed wake-up job (the startup recovery limited to that run, so no background run is
-  re-driven). The crash leaves its runs' jobs locked by the SIGKILLed runtime's workers.
+  release's write paths allow (`RELEASES[version].crashes`), each in its own run, a sleeper
+  whose wake-up job was deleted mid-sleep, and a sleeper that one restart's re-enqueue gave a
+  second delayed wake-up job (the startup recovery limited to that run, so no background run
+  is re-driven). The crash leaves its runs' jobs locked by the SIGKILLed runtime's workers.
 """
 
 from __future__ import annotations
