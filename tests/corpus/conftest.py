@@ -16,8 +16,10 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,9 @@ HOOK_RESUME_BOUND = 20.0
 
 class Corpus:
     """Each release's worlds, built on first use and kept for the session (a test run that
-    selects one release builds only that release's worlds)."""
+    selects one release builds only that release's worlds). `build_ahead` builds the two-task
+    releases' worlds one after another in a background thread, in the order the tests ask for
+    them, so one release's worlds are built while the one before it is on trial."""
 
     def __init__(self, server: Server, request: pytest.FixtureRequest, base: Path) -> None:
         self.server = server
@@ -52,20 +56,42 @@ class Corpus:
         self.base = base
         self.worlds: dict[str, World] = {}
         self.built: set[str] = set()
+        self.ahead: dict[str, Future[dict[str, World]]] = {}
+
+    def build_ahead(self, releases: list[str]) -> None:
+        pending = [r for r in releases if r in worlds4.RELEASES and r not in self.ahead]
+        futures: dict[str, Future[dict[str, World]]] = {r: Future() for r in pending}
+        self.ahead.update(futures)
+
+        def run() -> None:
+            for release, future in futures.items():
+                try:
+                    future.set_result(self._build4(release))
+                except BaseException as exc:  # handed to the test that asks for it
+                    future.set_exception(exc)
+
+        threading.Thread(target=run, name="corpus-ahead", daemon=True).start()
+
+    def _build4(self, release: str) -> dict[str, World]:
+        log_dir = self.base / release
+        log_dir.mkdir()
+        template = real_template_4x(self.server, release)
+        return worlds4.build_corpus(self.server, release, template, log_dir)
 
     def get(self, key: str) -> World:
         release = key.split("/")[0]
         if release not in self.built:
             self.built.add(release)
-            log_dir = self.base / release
-            log_dir.mkdir()
-            if release == "beta29":
+            if release in self.ahead:
+                self.worlds.update(self.ahead[release].result())
+            elif release == "beta29":
+                log_dir = self.base / release
+                log_dir.mkdir()
                 template = self.request.getfixturevalue("real_template")
                 folder, _ = judge.build_runtime()
                 self.worlds.update(build_corpus(self.server, template, folder, log_dir))
             else:
-                template = real_template_4x(self.server, release)
-                self.worlds.update(worlds4.build_corpus(self.server, release, template, log_dir))
+                self.worlds.update(self._build4(release))
         return self.worlds[key]
 
 
@@ -96,7 +122,12 @@ def corpus_worlds(
     worlds4.build_corpus)."""
     if not judge.available():
         pytest.skip("node/npm not found: no real runtime")
-    return Corpus(pg_server, request, tmp_path_factory.mktemp("corpus"))
+    corpus = Corpus(pg_server, request, tmp_path_factory.mktemp("corpus"))
+    ids = " ".join(item.nodeid for item in request.session.items)
+    wanted = [r for r in worlds4.RELEASES if f"[{r}/" in ids]
+    if len(wanted) > 1:
+        corpus.build_ahead(wanted)
+    return corpus
 
 
 # --- the trial ---------------------------------------------------------------------------------
