@@ -229,6 +229,11 @@ def _state(trial: Trial) -> None:
                 trial.hop_keys.setdefault(run_id, []).append(key)
             if live and task.endswith("flows"):
                 trial.flow_jobs[run_id] = trial.flow_jobs.get(run_id, 0) + 1
+        # The tasks the runtime ever queued on (a 5.0.0-beta.27 world keeps no step job once
+        # its steps are done: its retry waits on a flow job keyed step_<id>).
+        trial.tasks |= {
+            str(r[0]) for r in conn.execute("SELECT identifier FROM graphile_worker._private_tasks")
+        }
 
 
 def _event_ids(dsn: str) -> set[str]:
