@@ -466,6 +466,10 @@ def run_control(db: Db, world: World, folder: Path, log_dir: Path) -> Control:
             ).fetchall()
             control.new_events[run_id] = [str(r[0]) for r in rows]
     log.info("%s unrepaired: %.1fs", world.name, time.monotonic() - t0)
+    for run in world.corrupt().values():  # the table of docs/corpus.md
+        log.info("%s unrepaired %s: %s, %d deliveries, new events %s", world.name, run.label,
+                 control.final[run.run_id], control.deliveries[run.run_id],
+                 control.new_events[run.run_id])  # fmt: skip
     return control
 
 
