@@ -113,7 +113,11 @@ def sql_files(check: Check) -> list[str]:
 def section(check: Check, plans: list[tuple[str, str]]) -> list[str]:
     e = check.explanation
     needs = ", ".join(
-        {"slots": "a slot-era world", "queue": "graphile_worker"}[n.value]
+        {
+            "slots": "a slot-era world",
+            "queue": "graphile_worker",
+            "run_queue": "wfctl's worker queue",
+        }[n.value]
         for n in sorted(check.needs)
     )
     lines = [
@@ -147,6 +151,8 @@ def releases_text(check: Check) -> str:
     """Per release line (wfctl.world.releases): applies with which severity, or why not."""
     parts = []
     for release in releases.RELEASES.values():
+        if "*" in release.refuses:  # the pg-boss betas: named by info, acted on by nothing
+            continue
         _, how = check_support(check, release)
         parts.append(f"{release.package}: {how}")
     return "; ".join(parts)
@@ -154,8 +160,9 @@ def releases_text(check: Check) -> str:
 
 def releases_column(check: Check) -> str:
     """The table's short form: the release lines the check applies on."""
-    keys = [r.key for r in releases.RELEASES.values() if check_support(check, r)[0]]
-    return ", ".join(keys) if len(keys) < len(releases.RELEASES) else "all"
+    acted_on = [r for r in releases.RELEASES.values() if "*" not in r.refuses]
+    keys = [r.key for r in acted_on if check_support(check, r)[0]]
+    return ", ".join(keys) if len(keys) < len(acted_on) else "all"
 
 
 def rules_text(check: Check) -> str:

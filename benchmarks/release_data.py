@@ -130,12 +130,13 @@ def catalog_deltas(dsn: str, order: list[str], sql_of: dict[str, str]) -> dict[s
     return out
 
 
-def generate(dsn: str, packs: Path) -> tuple[str, str]:
-    """The text of migrations.json and packages.json."""
+def generate(dsn: str, packs: Path, only: list[str] | None = None) -> tuple[str, str]:
+    """The text of migrations.json and packages.json (of `only`, default every published
+    version)."""
     packages: dict[str, Any] = {}
     seen: dict[str, dict[str, Any]] = {}
     sql_of: dict[str, str] = {}
-    for version in versions():
+    for version in only or versions():
         facts, files = read_package(version, unpack(version, packs))
         packages[version] = facts
         for tag, (when, sha, text) in files.items():

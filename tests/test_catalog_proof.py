@@ -45,3 +45,18 @@ def test_wfctl_adopts_a_world_the_real_package_made(real_world, run_cli) -> None
     assert status == 0 and "adopted" in out
     status, out, _ = run_cli("--dsn", real_world.dsn, "bootstrap")
     assert status == 0 and "nothing to do" in out
+
+
+def test_the_composed_catalog_is_the_real_one(real_world) -> None:
+    """drizzle's table plus each recorded migration's delta (captured from the published files)
+    equals the real beta.29 setup's catalog; tests/releases/test_every_release.py proves the
+    same for 4.1.1, 4.1.5, 4.2.0, 4.3.0, 4.3.7 and 5.0.0-beta.27."""
+    from wfctl.world import drizzle
+
+    with real_world.connect() as real:
+        rows = real.execute(
+            "SELECT hash, created_at FROM workflow_drizzle.workflow_migrations ORDER BY id"
+        ).fetchall()
+        tags = [drizzle.identify(h, c) for h, c in rows]
+        assert tags == [m.tag for m in drizzle.KNOWN]
+        assert catalog.diff(drizzle.compose(tags), catalog.describe(real)) == []

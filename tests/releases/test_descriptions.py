@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -67,8 +68,10 @@ def test_what_a_journal_lacks_follows_from_its_migrations() -> None:
 
 def test_migrations_say_what_they_add() -> None:
     assert drizzle.BY_TAG["0013_add_attributes"].adds() == ["column workflow_runs.attributes"]
-    assert drizzle.BY_TAG["0015_move_enums_to_workflow_schema"].adds()[0].startswith(
-        "enums status, step_status, wait_status: public -> workflow"
+    assert (
+        drizzle.BY_TAG["0015_move_enums_to_workflow_schema"]
+        .adds()[0]
+        .startswith("enums status, step_status, wait_status: public -> workflow")
     )
     # 4.1.0-beta.15 shipped 0000 without its trailing newline: another hash, same migration.
     zero = drizzle.BY_TAG["0000_cultured_the_anarchist"]
@@ -160,3 +163,19 @@ def test_the_world_layer_imports_no_command_or_check() -> None:
     upward = re.compile(r"^\s*(from|import) wfctl\.(doctor|cli|repair)\b", re.M)
     offenders = [p.name for p in (WFCTL / "world").glob("*.py") if upward.search(p.read_text())]
     assert offenders == []
+
+
+def _script(name: str):  # type: ignore[no-untyped-def]
+    path = WFCTL.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_releases_doc_is_generated_from_the_descriptions() -> None:
+    """docs/releases.md's tables come from the descriptions: `python
+    benchmarks/releases_doc.py` regenerates it."""
+    doc = _script("releases_doc")
+    assert doc.OUTPUT.read_text(encoding="utf-8") == doc.render()

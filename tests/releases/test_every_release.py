@@ -17,7 +17,8 @@ import pytest
 
 from tests.conftest import Db, Server, _create_db, _drop_db, _release_template
 from wfctl.errors import ExitStatus
-from wfctl.world import catalog, drizzle, model, releases
+from wfctl.severity import Severity
+from wfctl.world import catalog, codec, drizzle, model, releases
 
 # version -> the era key its world is known by
 VERSIONS = {
@@ -140,9 +141,9 @@ def test_an_unknown_migration_gives_one_exit_everywhere(
         assert name in by_code["WF151"]["message"]
         assert all(c["status"] in ("ok", "not_applicable") for c in report["checks"])
 
-        status, out, err = run_cli("--dsn", db.dsn, "repair")
+        status, _, err = run_cli("--dsn", db.dsn, "repair")
         assert status == ExitStatus.UNKNOWN and name in err and "nothing was written" in err
-        status, out, err = run_cli("--dsn", db.dsn, "repair", "--apply", "--reason", "t", "--yes")
+        status, _out, err = run_cli("--dsn", db.dsn, "repair", "--apply", "--reason", "t", "--yes")
         assert status == ExitStatus.UNKNOWN and name in err
     finally:
         if db is not wfctl_world:
@@ -163,3 +164,63 @@ def test_a_folder_that_is_not_the_package_is_bad_input(wfctl_world, run_cli, tmp
     (tmp_path / "package.json").write_text('{"name": "left-pad", "version": "1.0.0"}')
     status, out, err = run_cli("--dsn", wfctl_world.dsn, "info", "--package", str(tmp_path))
     assert status == ExitStatus.USAGE and out == "" and err.count("\n") == 1
+
+
+# --- a world that records its writer -------------------------------------------------------
+
+
+def test_the_core_a_run_recorded_names_the_version(
+    pg_server: Server, release_templates: dict[str, str], run_cli
+) -> None:
+    """A 4.1.4-4.2.0 journal, a run whose execution context says @workflow/core 4.4.0: only
+    4.1.5's users got that core, so the world is 4.1.5, and info says how it knows."""
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, "4.2.0"))
+    try:
+        context = codec.encode({"workflowCoreVersion": "4.4.0", "features": {}})
+        with db.connect() as conn:
+            conn.execute(
+                "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name,"
+                " execution_context_cbor, spec_version) VALUES (%s, 'd', 'completed', 'w', %s,"
+                " '3')",
+                ("wrun_01KZZZZZZZZZZZZZZZZZZZZZZZ", context),
+            )
+        status, report, err = _json(run_cli, db, "info")
+        assert status == 0, err
+        assert report["release"]["candidates"] == ["4.1.5"]
+        assert "@workflow/core 4.4.0" in report["release"]["known_by"]
+        # a pin wins over what a run recorded
+        status, report, _ = _json(run_cli, db, "info", "--package", "4.2.0")
+        assert report["release"]["candidates"] == ["4.2.0"]
+    finally:
+        _drop_db(pg_server, db)
+
+
+def test_worst_case_is_said_in_the_finding() -> None:
+    """On a 4.3 journal (4.3.0, 4.3.6 or 4.3.7) a step row without step_created is healed by
+    4.3.0's next start but cannot happen on 4.3.6/4.3.7: weighed critical, saying why."""
+    release = releases.R43
+    rule = release.weight("WF101", Severity.CRITICAL)
+    assert rule is not None and rule.severity is Severity.CRITICAL
+    assert "worst case among 4.3.0, 4.3.6 or 4.3.7" in rule.why and "on 4.3.0" in rule.why
+    pinned = releases.of_version("4.3.0")
+    assert pinned.weight("WF101", Severity.CRITICAL).severity is Severity.WARNING  # type: ignore[union-attr]
+
+
+def test_a_pin_ahead_of_the_journal_says_the_migrator_has_not_run(
+    pg_server: Server, release_templates: dict[str, str], run_cli
+) -> None:
+    db = _create_db(pg_server, _release_template(pg_server, release_templates, "4.2.0"))
+    try:
+        status, out, err = run_cli("--dsn", db.dsn, "info", "--package", "4.3.7")
+        assert status == 0, err
+        assert "known by: pinned (4.3.7)" in out
+        assert "4.3.7's own setup records 0015 too" in out
+    finally:
+        _drop_db(pg_server, db)
+
+
+def test_a_slot_era_pin_on_a_slot_world_is_known(slot_world, run_cli) -> None:
+    status, _, err = run_cli("--dsn", slot_world.dsn, "info", "--package", "5.0.0-beta.35")
+    assert status == 0, err
+    status, _, err = run_cli("--dsn", slot_world.dsn, "info", "--package", "6.0.0")
+    assert status == ExitStatus.UNKNOWN and "6.0.0" in err

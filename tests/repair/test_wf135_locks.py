@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.checks.test_wf135 import two_locked_runs
+from tests import realworld as rw
+from tests.checks.test_wf101 import orphan_step
+from tests.checks.test_wf135 import lock, two_locked_runs
 from tests.faults import ROW_LOCK, held
 from tests.repair.conftest import events, outcomes
 
@@ -36,7 +38,8 @@ def test_unlock_older_than_shows_then_releases_only_old_locks(
 
     # blocked: the repair names the holder and the way out
     status, report = apply(real_world, "--only", "WF101")
-    assert status == 2 and "--unlock-older-than 40m" in report["items"][0]["reason"]
+    assert status == 2 and "--unlock-older-than AGE" in report["items"][0]["reason"]
+    assert report["unlock_older_than"] == "40m"  # one age for every lock listed
 
     # the dry run shows exactly the lock it would release, and writes nothing
     status, report = repair(real_world, "--unlock-older-than", "30m", "--only", "WF101")
@@ -56,6 +59,21 @@ def test_unlock_older_than_shows_then_releases_only_old_locks(
     # nothing left to release: a second apply writes nothing
     status, report = apply(real_world, "--unlock-older-than", "30m", "--only", "WF101")
     assert [i for i in report["items"] if i["code"] == "WF135"] == []
+
+
+def test_one_suggested_age_covers_every_lock_listed(world, real_world, apply) -> None:
+    """Locks held 10 and 9 minutes: the report suggests 9m, and that one value releases both
+    (an age per lock, copied from the first, left the younger run unrepaired)."""
+    runs = [orphan_step(world, real_world)[0] for _ in range(2)]
+    world.ok([rw.queue(rw.WORKFLOW, {"runId": run}) for run in runs])
+    for run, minutes in zip(runs, (10, 9), strict=True):
+        lock(real_world, run, f"worker-dead-{minutes}", minutes)
+    status, report = apply(real_world, "--only", "WF101")
+    assert status == 2 and outcomes(report) == {"WF101": ["refused", "refused"]}
+    assert report["unlock_older_than"] == "9m"
+    status, report = apply(real_world, "--only", "WF101", "--unlock-older-than", "9m")
+    assert status == 0, report
+    assert outcomes(report) == {"WF135": ["applied", "applied"], "WF101": ["applied", "applied"]}
 
 
 def test_unlock_older_than_below_the_floor_is_a_usage_error(

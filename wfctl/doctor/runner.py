@@ -31,7 +31,7 @@ from psycopg import sql as pgsql
 
 from wfctl import __version__, sql
 from wfctl.clock import timestamp
-from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Status
+from wfctl.doctor.base import Check, CheckResult, Finding, Needs, Severity, Status
 from wfctl.errors import ExitStatus
 from wfctl.world.model import World
 from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
@@ -314,12 +314,12 @@ def _run_one(
                     finding = check.finding(row)
                     if finding is None:
                         continue
-                    finding = weigh(finding, world)
+                    finding = weigh(finding, world, check.severity)
                     result.add(finding, limit)
                     if on_finding:
                         on_finding(finding)
             for finding in check.extra_findings(conn, world.release_or_default):
-                finding = weigh(finding, world)
+                finding = weigh(finding, world, check.severity)
                 result.add(finding, limit)
                 if on_finding:
                     on_finding(finding)
@@ -349,10 +349,11 @@ def empty_result(check: Check, world: World) -> CheckResult:
     return result
 
 
-def weigh(finding: Finding, world: World) -> Finding:
+def weigh(finding: Finding, world: World, own: Severity) -> Finding:
     """The finding's weight on this world's release: what that runtime does next (a 4.1.x
-    hook row without hook_created fails the run; on 4.3.x the next replay heals it)."""
-    rule = world.release_or_default.severity(finding.code)
+    hook row without hook_created fails the run; on 4.3.x the next replay heals it). Where the
+    world can be several versions, the worst case among them (`own`: the check's weight)."""
+    rule = world.release_or_default.weight(finding.code, own)
     if rule is None or finding.severity is not None:
         return finding
     release = world.release_or_default.package

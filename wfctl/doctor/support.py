@@ -23,7 +23,7 @@ def check_support(check: Check, release: Release) -> tuple[bool, str]:
     lacking = sorted(c for c in check.needs_columns if not release.has_column(c))
     if lacking:
         return False, f"not applicable (no {', '.join(lacking)})"
-    rule = release.severity(check.code)
+    rule = release.weight(check.code, check.severity)
     if rule is not None:
         return True, f"{rule.severity.value}: {rule.why}"
     return True, check.severity.value

@@ -76,6 +76,9 @@ class Item:
     actions: list[str] = field(default_factory=list)
     event_ids: list[str] = field(default_factory=list)
     audit_id: int | None = None
+    # Refused for a queue lock held this many whole minutes (floored at --unlock-older-than's
+    # floor): the report suggests ONE age that covers every such lock (`unlock_hint`).
+    locked_minutes: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +111,13 @@ class RepairReport:
     interrupted_during: str | None = None
 
     @property
+    def unlock_hint(self) -> str | None:
+        """One `--unlock-older-than` age that covers every lock the items were refused for:
+        the youngest lock's (an age per lock left the younger ones held when copied)."""
+        held = [i.locked_minutes for i in self.items if i.locked_minutes is not None]
+        return f"{min(held)}m" if held else None
+
+    @property
     def ok(self) -> bool:
         """Nothing refused and, after an apply, doctor in the same scope finds nothing."""
         return self.exit_status == ExitStatus.OK
@@ -129,6 +139,7 @@ class RepairReport:
             "rounds": self.rounds,
             "unfinished": self.unfinished,
             "items": [i.as_dict() for i in self.items],
+            "unlock_older_than": self.unlock_hint,
             "before": self.before,
             "after": self.after,
             "transactions": len(self.lock_hold_ms),
@@ -479,7 +490,7 @@ def _plan_run(
             if world.has_graphile:
                 _run_guard(conn, options, run_id, locked_jobs, releasing)
         except Refused as exc:
-            return [Item(f, "refused", str(exc)) for f in findings]
+            return [_refused(f, exc) for f in findings]
         for finding in findings:
             try:
                 action = _decide(ctx, options, finding)
@@ -574,8 +585,8 @@ def _apply_run(
                 items.append(_apply_one(ctx, options, finding, reason, len(findings) > 1))
     except Refused as exc:
         done = {id(i.finding) for i in items}
-        items = [Item(f, "refused", str(exc)) for f in findings if id(f) not in done] + [
-            Item(i.finding, "refused", str(exc)) for i in items
+        items = [_refused(f, exc) for f in findings if id(f) not in done] + [
+            _refused(i.finding, exc) for i in items
         ]
         released = _release_alone(conn, stale, reason)
     except pgerrors.LockNotAvailable:
@@ -603,7 +614,7 @@ def _run_guard(
         )
     holder = locked_jobs.holder(conn, options.task, run_id, skip=releasing)
     if holder is not None:
-        raise Refused(_locked_message(holder))
+        raise Locked(_locked_message(holder), _held_minutes(holder))
 
 
 def _decide(ctx: Context, options: RepairOptions, finding: Finding) -> Action:
@@ -623,17 +634,33 @@ def _release_alone(conn: psycopg.Connection[Any], stale: _Stale | None, reason: 
     return [_item(r) for r in wf135.release(conn, stale.locks, stale.unlock, reason)]
 
 
-def _locked_message(job: dict[str, Any]) -> str:
-    """Name the holder, since when, and the way out when that worker is gone (WF135)."""
+class Locked(Refused):
+    """Refused because a queue job of the run is locked; `minutes`: how long, whole."""
+
+    def __init__(self, message: str, minutes: int) -> None:
+        super().__init__(message)
+        self.minutes = minutes
+
+
+def _refused(finding: Finding, exc: Refused) -> Item:
+    return Item(finding, "refused", str(exc), locked_minutes=getattr(exc, "minutes", None))
+
+
+def _held_minutes(job: dict[str, Any]) -> int:
     held = datetime.now(UTC) - job["locked_at"]
-    minutes = int(held.total_seconds() // 60)
-    age = max(minutes, int(wf135.UNLOCK_FLOOR.total_seconds() // 60))
+    return max(int(held.total_seconds() // 60), int(wf135.UNLOCK_FLOOR.total_seconds() // 60))
+
+
+def _locked_message(job: dict[str, Any]) -> str:
+    """Name the holder, since when, and the way out when that worker is gone (WF135); the
+    age to give is the report's one `unlock_hint`, which covers every lock listed."""
+    held = datetime.now(UTC) - job["locked_at"]
     return (
         f"a queue job for the run (job {job['id']}) is locked by {job['locked_by']} since "
         f"{timestamp(job['locked_at'])} ({format_duration(held)}): a live writer may still "
         "append the same event; if that worker is gone (graphile frees its jobs after 4 h), "
-        f"`wfctl repair --unlock-older-than {age}m` shows the locks it would "
-        "release, then add --apply"
+        "`wfctl repair --unlock-older-than AGE` shows the locks it would release, then add "
+        "--apply (the AGE that covers every lock listed is given at the end)"
     )
 
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import cbor2
 import psycopg
 from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.errors import RefusedError, WfctlError
-from wfctl.world import catalog, drizzle, releases
+from wfctl.world import catalog, codec, drizzle, releases
 from wfctl.world.releases import Release
 
 KNOWN_ERAS = tuple(releases.RELEASES)
@@ -99,8 +100,9 @@ class World:
     def unknowable(self) -> str:
         """Why wfctl cannot know this world whole ("" when it can): an unknown migration
         recorded or an unknown package version pinned. Read-only commands work on what the
-        world has; nothing is written (docs/cli.md, 'A world wfctl does not know')."""
-        if self.unknown_migrations:
+        world has; nothing is written (docs/cli.md, 'A world wfctl does not know'). A slot-era
+        world is known by its shape: the rows its migrations (0018+) record are its own."""
+        if self.unknown_migrations and self.era != "slot":
             return (
                 f"its journal records {', '.join(self.unknown_migrations)}, a migration no "
                 "release wfctl knows has"
@@ -273,6 +275,8 @@ def inspect(
         has_run_queue=p["has_run_queue"],
     )
     world.described, world.unknown_package = _describe(era, recorded, version)
+    if world.described is not None and world.described.worst_case and world.present:
+        world.described = _by_writer(conn, world.described)
     if world.present:
         wanted = _tables(world)
         world.missing_tables = [t for t in wanted if t not in p["world_tables"]]
@@ -286,13 +290,17 @@ def inspect(
 
 def _describe(era: str, recorded: list[str], version: str | None) -> tuple[Release | None, str]:
     """(the world's Release, a pinned version wfctl does not know)."""
+    if era in ("slot", "half-slot"):  # known by its shape; a slot-era pin is its own
+        slot = releases.SLOT_RUNTIME
+        newer = version is not None and releases.version_key(version) > releases.version_key(
+            slot.high
+        )
+        return None, version if newer and version is not None else ""
     if version is not None and version not in releases.PACKAGES:
         if releases.version_key(version) > releases.version_key(releases.NEWEST):
             return None, version
         version = None  # an older unpublished build: the journal decides
     known = [t for t in recorded if not t.startswith("unknown(")]
-    if era == "slot" or era == "half-slot":
-        return None, ""
     if version is not None and (era in releases.RELEASES or era in ("older", "unknown")):
         journal = known if known else releases.PACKAGES[version].journal
         return releases.of_version(version, journal, f"pinned ({version})"), ""
@@ -300,6 +308,28 @@ def _describe(era: str, recorded: list[str], version: str | None) -> tuple[Relea
     if candidates:
         return releases.build(candidates, tuple(recorded)), ""
     return None, ""
+
+
+def _by_writer(conn: psycopg.Connection[Any], release: Release) -> Release:
+    """Narrow the candidates by the core version the newest run recorded (its execution
+    context), where exactly one candidate's users got that core (releases.CORE)."""
+    try:
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(sql.load("world/newest_writer")).fetchone()
+    except psycopg.Error:  # no privilege on the runs: the journal's answer stands
+        return release
+    if row is None or row["execution_context_cbor"] is None:
+        return release
+    try:
+        context = codec.decode(row["execution_context_cbor"])
+    except (ValueError, cbor2.CBORError):  # not a context this core wrote: say nothing
+        return release
+    core = context.get("workflowCoreVersion") if isinstance(context, dict) else None
+    fits = [v for v in release.candidates if releases.CORE.get(v) == core]
+    if len(fits) != 1:
+        return release
+    how = f"recorded by its newest run {row['id']} (@workflow/core {core})"
+    return releases.of_version(fits[0], release.journal, how)
 
 
 def _tables(world: World) -> tuple[str, ...]:

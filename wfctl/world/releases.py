@@ -126,11 +126,14 @@ NEWEST = next(reversed(PACKAGES))
 # the pairing comes from the dependencies each release declares (`npm view`), checked 2026-12.
 CORE: dict[str, str] = {
     "4.1.1": "4.2.4",
+    "4.1.4": "4.3.1",
     "4.1.5": "4.4.0",
     "4.2.0": "4.5.0",
     "4.3.0": "4.6.0",
+    "4.3.6": "4.8.6",
     "4.3.7": "4.8.9",
     "5.0.0-beta.27": "5.0.0-beta.35",
+    # beta.29 pins a @workflow/world no registry serves: its users take the nearest set.
     "5.0.0-beta.29": "5.0.0-beta.39",
 }
 
@@ -191,12 +194,17 @@ _PGBOSS = (
 )
 _4X_KEYS = "flow jobs keyed msg_<ULID>; steps run as their own jobs on <prefix>steps"
 _5X_KEYS = "flow jobs keyed msg_<ULID>, wait_<id>:hop-N, step_<id>:backstop:<ms>"
+# dist/storage.js hook_created: from 4.3.0 (and in 5.0.0-beta.27+) a hook row of the same
+# (runId, hookId) without its event is completed ("orphaned hook row"); before, the token's
+# row is a conflict.
 _HOOK_HEALS = SeverityRule(
-    Severity.INFO, "the next replay writes hook_created itself (4.3.x heals orphan hooks)"
+    Severity.INFO, "the next replay writes hook_created itself (it heals orphan hooks)"
 )
 _HOOK_FAILS = SeverityRule(
     Severity.CRITICAL, "its replay meets its own token: hook_conflict, then run_failed"
 )
+# dist/storage.js step_created outside a transaction: INSERT the step ... ON CONFLICT DO
+# NOTHING, then the event; the next replay's step_created re-uses the row.
 _STEP_ROW_REUSED = SeverityRule(
     Severity.WARNING, "the next start re-uses the step row and writes step_created itself"
 )
@@ -220,7 +228,9 @@ _KEYS_CORE_42 = {
     "run_completed": ("output",),
     "run_failed": ("error",),
 }
-# 4.8.9's replay compares a step event's stepName with the step it replays.
+# From @workflow/core 4.3.1 (world-postgres 4.1.4) through 4.8.9 the replay compares a step
+# event's stepName with the step it replays, a hook event's token, and reads wait_completed's
+# resumeAt (dist/step.js, dist/workflow/hook.js, dist/workflow/sleep.js).
 _KEYS_CORE_48 = {
     **_KEYS_CORE_42,
     "step_started": ("stepName",),
@@ -282,9 +292,9 @@ RUNTIMES: tuple[Runtime, ...] = (
     _four(
         "4.1.4",
         "4.2.0",
-        "4.1.5 (with @workflow/core 4.4.0), 4.2.0 (with @workflow/core 4.5.0)",
+        "4.1.4 (@workflow/core 4.3.1), 4.1.5 (4.4.0), 4.2.0 (4.5.0)",
         frozenset(),  # dist/storage.js: no transaction at all
-        _KEYS_CORE_42,
+        _KEYS_CORE_48,
         {"WF101": _STEP_ROW_REUSED, "WF103": _HOOK_FAILS, "WF121": _RUN_REENQUEUED},
     ),
     _four(
@@ -293,16 +303,16 @@ RUNTIMES: tuple[Runtime, ...] = (
         "4.3.0 (with @workflow/core 4.6.0)",
         frozenset({"step_started"}),  # dist/storage.js: 1 transaction site
         _KEYS_CORE_48,
-        {"WF103": _HOOK_HEALS},
+        {"WF101": _STEP_ROW_REUSED, "WF103": _HOOK_HEALS, "WF121": _RUN_REENQUEUED},
     ),
     _four(
         "4.3.6",
         "4.3.6",
-        "4.3.6",
+        "4.3.6 (with @workflow/core 4.8.6)",
         # dist/storage.js: 4 sites (step_started, hook_disposed, hook_received, step_created)
         frozenset({"step_started", "step_created", "hook_disposed", "hook_received"}),
         _KEYS_CORE_48,
-        {"WF103": _HOOK_HEALS},
+        {"WF103": _HOOK_HEALS, "WF121": _RUN_REENQUEUED},
     ),
     _four(
         "4.3.7",
@@ -320,9 +330,13 @@ RUNTIMES: tuple[Runtime, ...] = (
         "5.0.0-beta.28",
         "5.0.0-beta.27 (with @workflow/core 5.0.0-beta.35)",
         spec_version=5,
-        transactional=frozenset({"step_started"}),  # dist/storage.js: 1 site
+        # dist/storage.js: 1 site, step_started plain and lazy (the lazy start writes the step
+        # row, step_created and step_started together)
+        transactional=frozenset({"step_started"}),
         payload_keys=_5X_STEP_OUTCOMES,
-        job_keys=_4X_KEYS,
+        # core 5.0.0-beta.35 keys wake-ups wait_<id>:hop-N (runtime/wait-continuation.js);
+        # dist/queue.js still has a steps task.
+        job_keys=f"{_5X_KEYS}; steps also run as their own jobs on <prefix>steps",
         refuses=_BETA27_REFUSES,
     ),
     Runtime(
@@ -457,6 +471,11 @@ class Release:
     candidates: tuple[str, ...] = ()
     # How the version was known: "journal", "pinned (...)" or "recorded by its runs (...)".
     known_by: str = "journal"
+    # Codes only some candidates weigh by a rule (the others: the check's own weight, e.g. a
+    # write that is atomic there): (the worst such rule, the candidates having it).
+    partial_severities: Mapping[str, tuple[SeverityRule, tuple[str, ...]]] = field(
+        default_factory=dict
+    )
 
     @property
     def label(self) -> str:
@@ -500,6 +519,25 @@ class Release:
 
     def severity(self, code: str) -> SeverityRule | None:
         return self.severities.get(code)
+
+    def weight(self, code: str, own: Severity) -> SeverityRule | None:
+        """The weight of a finding of `code` (whose check weighs `own`) on this release: its
+        rule; where only some candidates have one, the worst of that and `own`, saying so."""
+        rule = self.severities.get(code)
+        if rule is not None or code not in self.partial_severities:
+            return rule
+        partial, having = self.partial_severities[code]
+        others = [v for v in self.candidates if v not in having]
+        if _RANK[own] <= _RANK[partial.severity]:
+            return SeverityRule(
+                own,
+                f"worst case among {self.package}: on {_phrase(others)} no torn write leaves "
+                f"this, so something else broke ({own}); on {_phrase(having)}, {partial.why}",
+            )
+        return SeverityRule(
+            partial.severity,
+            f"worst case among {self.package}: on {_phrase(having)}, {partial.why}",
+        )
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -569,10 +607,14 @@ def build(
                 keys += [k for k in f.payload_keys[event] if k not in keys]
             payload[event] = tuple(keys)
     severities: dict[str, SeverityRule] = {}
+    partial: dict[str, tuple[SeverityRule, tuple[str, ...]]] = {}
     for code in sorted({c for f in facts for c in f.severities}):
         having = [(v, f.severities[code]) for v, f in pairs if code in f.severities]
+        worst = _worst([r for _, r in having], [v for v, _ in having])
         if len(having) == len(facts):
-            severities[code] = _worst([r for _, r in having], [v for v, _ in having])
+            severities[code] = worst
+        else:
+            partial[code] = (worst, tuple(v for v, _ in having))
     transactional: frozenset[str] | None = None
     if all(f.transactional is not None for f in facts):
         transactional = frozenset.intersection(*(f.transactional or frozenset() for f in facts))
@@ -598,6 +640,7 @@ def build(
         not_applicable={k: v for f in facts for k, v in f.not_applicable.items()},
         candidates=candidates,
         known_by=known_by,
+        partial_severities=partial,
     )
 
 

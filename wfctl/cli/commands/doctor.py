@@ -210,6 +210,7 @@ def _diagnose(
                 with read_only(conn, snapshot=bool(helpers)):
                     world = model.inspect(conn, with_drift=False, pinned=st.pinned)
                     world.require_present()
+                    world.require_supports("doctor")
                     if run_ids:
                         missing_runs.require_runs(conn, run_ids)
                     report = _run(st.output, conn, world, checks, options, helpers)
@@ -258,6 +259,7 @@ def _incremental(
     with read_only(conn, snapshot=bool(helpers)):
         world = model.inspect(conn, with_drift=False, pinned=pinned)
         world.require_present()
+        world.require_supports("doctor")
         report, done = incremental.run(conn, world, checks, options, skew, helpers=helpers)
     if world.standby:
         saved = (

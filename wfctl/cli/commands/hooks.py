@@ -53,6 +53,7 @@ def resume_hook(
     data = serde.dumps(payload, "a hook payload")
     with runtime_store(st, allow_node_peer=True, create_world=False) as store:
         world = model.inspect(store.conn, with_drift=False)
+        world.require_known()  # nothing is written to a world wfctl does not know whole
         woken: list[int] = []
 
         def wake(conn: Any, run_id: str) -> None:

@@ -15,7 +15,7 @@ from wfctl.cli.output import Format
 from wfctl.connection import embedded
 from wfctl.connection.db import connect, query_error, read_only
 from wfctl.doctor import registry, specs
-from wfctl.world import model
+from wfctl.world import drizzle, model, releases
 
 
 @app.command()
@@ -102,6 +102,13 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
                 )
             elif release.known_by != "journal":
                 lines.append(f"              known by: {release.known_by}")
+            own = releases.PACKAGES.get(release.candidates[0]) if release.candidates else None
+            missing = [t for t in own.journal if t not in world.migrations] if own else []
+            if own is not None and missing:
+                lines.append(
+                    f"              {own.version}'s own setup records {drizzle.span(missing)} "
+                    "too: its migrator has not run on this world"
+                )
         if world.unknowable:
             lines.append("catalog:      not compared (what this world should hold is unknown)")
         elif world.drift:

@@ -348,6 +348,11 @@ def _text(report: runner.RepairReport) -> str:
         )
     if report.unfinished:
         lines.append(f"not finished: {report.unfinished}")
+    if report.unlock_hint:
+        lines.append(
+            f"locked: `wfctl repair --unlock-older-than {report.unlock_hint}` covers every lock "
+            "listed above (the youngest is held that long), once their workers are known gone"
+        )
     return "\n".join(lines)
 
 

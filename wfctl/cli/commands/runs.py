@@ -527,6 +527,7 @@ def fork_run(
     dry_run = not apply
     with runtime_store(st, allow_node_peer=True) as store:
         world = model.inspect(store.conn, with_drift=False)
+        world.require_known()  # nothing is written to a world wfctl does not know whole
         forked = fork.plan(store, world, run_id, from_step, queue=queue, job_prefix=job_prefix)
         audit_id = None if dry_run else fork.apply(store, world, forked, reason_text)
     result = {**forked.as_dict(), "applied": not dry_run, "audit_id": audit_id}
