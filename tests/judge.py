@@ -71,7 +71,8 @@ class Kit:
     (`sources`, from `sources_dir`), and the bundle `wf build` must leave (`bundle`).
 
     Why: the judge drives each release with that release's own runtime (beta.29 with core
-    5.0.0-beta.39; 4.3.7 with core 4.8.9; 4.1.1 with core 4.2.4), and each installs into its
+    5.0.0-beta.39; each published release with the core its users got, e.g. 4.3.7 with 4.8.9,
+    4.1.1 with 4.2.4, 5.0.0-beta.27 with 5.0.0-beta.35), and each installs into its
     own cache folder so no release's install or build replaces another's."""
 
     name: str

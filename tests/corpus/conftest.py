@@ -96,7 +96,7 @@ class Corpus:
 
 
 def real_template_4x(server: Server, release: str) -> str:
-    """A database made by the release's own setup bin (4.3.7 `bootstrap`, 4.1.1
+    """A database made by the release's own setup bin (4.3.x, beta.27 `bootstrap`; 4.1.x, 4.2.0
     `workflow-postgres-setup`), from the same npm install its runtime runs from."""
     db = _create_db(server, prefix=f"tmpl_real_{worlds4.db_tag(release)}")
     judge.setup_world(judge.KITS[release], db.dsn)

@@ -1,6 +1,7 @@
 """The corpus: doctor and repair judged on worlds the real runtime made, crashed and moved.
 
-Per release (beta.29, tests/corpus/worlds.py; 4.3.7 and 4.1.1, tests/corpus/worlds4.py), each
+Per release (beta.29, tests/corpus/worlds.py; every two-task release from 4.1.1 to 4.3.7 and
+5.0.0-beta.27, tests/corpus/worlds4.py `RELEASES`), each
 world is built once by that release's real runtime with fault injection,
 pg_dump'ed and restored into a fresh database, then put on trial once (conftest.run_trial):
 `doctor --all`, `repair --all` dry run, `repair --all --apply` with no prior bootstrap (twice),
@@ -320,8 +321,8 @@ def test_unrepaired_the_runtime_does_what_the_release_does(
     """The control: the same faulted world without a repair, its dead workers' locks released
     and the release's runtime restarted (startup re-enqueue included). Each crash shows what
     that release does next, which is what doctor's severity says: a WF111 run wedges, a WF112
-    or WF102 run spins in redeliveries, a 4.3.7 orphan hook heals, a 4.1.1 one fails the run
-    with `hook_conflict`, a 4.1.1 orphan step heals."""
+    or WF102 run spins in redeliveries, a 4.3.x or beta.27 orphan hook heals, a 4.1.x or 4.2.0
+    one fails the run with `hook_conflict`, an orphan step heals where it can happen."""
     run = run_of(trial, label)
     control = trials.control(trial.world.name)
     alone = worlds4.ALONE[trial.world.release][label]
