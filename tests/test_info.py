@@ -60,3 +60,14 @@ def test_info_on_a_half_migrated_world_exits_unknown(wfctl_world, run_cli) -> No
     assert status == ExitStatus.UNKNOWN
     assert json.loads(out)["era"] == "half-slot"
     assert "half-migrated" in err
+
+
+def test_info_lists_the_tasks_the_queue_has_seen(real_world, run_cli) -> None:
+    """A 4.x past leaves `<prefix>steps` jobs on a later world: info shows what was queued."""
+    with real_world.connect() as conn:
+        conn.execute("SELECT graphile_worker.add_job('workflow_steps', '{}'::json)")
+    status, out, err = run_cli("--dsn", real_world.dsn, "--format", "json", "info")
+    assert status == 0, err
+    assert {"identifier": "workflow_steps", "jobs": 1} in json.loads(out)["queue_tasks"]
+    status, out, _ = run_cli("--dsn", real_world.dsn, "info")
+    assert "tasks seen: workflow_steps (1 job)" in out

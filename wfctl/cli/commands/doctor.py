@@ -140,7 +140,8 @@ def doctor_command(
 
     Read-only (one READ ONLY transaction, bounded by --statement-timeout), safe every minute
     from cron. By default only live runs and the queue are scanned. Exit 0 no findings,
-    1 warnings only, 2 critical, 3 unknown (could not connect, or a check could not run).
+    1 warnings only, 2 critical, 3 unknown (could not connect, a check could not run, or the
+    world holds a migration or is pinned to a package wfctl does not know).
 
     [bold]Examples[/bold]
       wfctl doctor

@@ -20,9 +20,11 @@ from wfctl.world import drizzle, model, releases
 
 @app.command()
 def info(ctx: typer.Context, package: PinOption = None) -> None:
-    """Show the resolved connection, the server, what kind of world it holds (the releases
-    its drizzle journal can be, e.g. "4.1.4, 4.1.5 or 4.2.0: journal 0000-0010"), and the
-    spec versions of its runs and events with what doctor checks for each.
+    """Show the resolved connection, the server, what kind of world it holds, and the spec
+    versions of its runs and events with what doctor checks for each.
+
+    The kind of world is the releases its drizzle journal can be ("4.1.4, 4.1.5 or 4.2.0:
+    journal 0000-0010"); --package DIR|VERSION pins it.
 
     Read-only: one READ ONLY transaction over the catalog, drizzle's bookkeeping table and a
     count of runs and events per spec version (a scan of the events table).
@@ -43,6 +45,7 @@ def info(ctx: typer.Context, package: PinOption = None) -> None:
             with read_only(conn):
                 world = model.inspect(conn, pinned=st.pinned)
                 versions = _spec_versions(conn) if world.present else []
+                tasks = _queue_tasks(conn) if world.has_graphile else []
         except psycopg.Error as exc:
             raise query_error(exc, st.target, "inspecting the world") from None
     report: dict[str, Any] = {
@@ -50,6 +53,7 @@ def info(ctx: typer.Context, package: PinOption = None) -> None:
         "dsn": st.target.dsn.masked,
         "embedded": embedded.server_state().as_dict() if st.target.dsn.is_embedded else None,
         **world.as_dict(),
+        "queue_tasks": tasks,
         "spec_versions": versions,
     }
     if fmt is Format.JSON:
@@ -77,7 +81,8 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
         lines += [
             f"event key:    ({world.events_key})" if world.events_key else "event key:    none",
             f"queue:        graphile_worker {queue}"
-            + (f"; UNREADABLE: {world.queue_unreadable}" if world.queue_unreadable else ""),
+            + (f"; UNREADABLE: {world.queue_unreadable}" if world.queue_unreadable else "")
+            + _tasks_text(report["queue_tasks"]),
             f"wfctl schema: {'present' if world.has_wfctl else 'absent'}",
             f"migrations:   {len(world.migrations)} recorded"
             + (f", latest {world.migrations[-1]}" if world.migrations else ""),
@@ -123,6 +128,23 @@ def _print_text(write: Any, report: dict[str, Any], world: model.World) -> None:
             lines += [f"  - {line}" for line in upgrade.lines()]
         lines += _spec_lines(report["spec_versions"])
     write("\n".join(lines))
+
+
+def _queue_tasks(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """The tasks graphile has registered, with their jobs: what the world's runtimes queued
+    (a 4.x past leaves `<prefix>steps`); empty where the role may not read them."""
+    try:
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(sql.load("world/queue_tasks")).fetchall()
+    except psycopg.Error:
+        return []
+
+
+def _tasks_text(tasks: list[dict[str, Any]]) -> str:
+    if not tasks:
+        return ""
+    seen = [f"{t['identifier']} ({_count(t['jobs'], 'job')})" for t in tasks]
+    return "; tasks seen: " + ", ".join(seen)
 
 
 def _spec_versions(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
