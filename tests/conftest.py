@@ -12,14 +12,20 @@ world made by the real npm package's own bootstrap (skipped only where node/npm 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import hashlib
 import itertools
+import logging
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,7 @@ from wfctl.world.bootstrap import bootstrap
 ROOT = Path(__file__).resolve().parent.parent
 NODE_SRC = ROOT / "tests" / "node"
 NODE_CACHE = ROOT / ".cache" / "node-world"
+log = logging.getLogger("wfctl.tests")  # npm timings: -o log_cli=true --log-cli-level=INFO
 _counter = itertools.count()
 
 
@@ -124,25 +131,47 @@ def _manifest_digest(src: Path) -> str:
     return hashlib.sha256(b"".join((src / n).read_bytes() for n in names)).hexdigest()
 
 
+@contextlib.contextmanager
+def _install_lock(folder: Path) -> Iterator[None]:
+    """One npm install per folder at a time, across threads and sessions (the background
+    prefetch and a test needing the same set wait for each other)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.install.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# Seconds each npm install of this session took ({folder name: seconds}; logged, and read by
+# the corpus's figures).
+INSTALL_SECONDS: dict[str, float] = {}
+
+
 def _npm_install(src: Path, folder: Path) -> Path:
     """npm-install the pinned manifest in `src` into `folder`, once per manifest content."""
     digest = _manifest_digest(src)
     stamp = folder / ".installed"
-    if stamp.is_file() and stamp.read_text() == digest:
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        if (src / name).is_file():
-            shutil.copy(src / name, folder / name)
-    # `npm install` honours the lock; `npm ci` (npm 11) rejects a lock that lacks other
-    # platforms' optional packages, which cbor-extract lists.
-    subprocess.run(
-        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder,
-        check=True,
-        timeout=600,
-    )
-    stamp.write_text(digest)
+    with _install_lock(folder):
+        if stamp.is_file() and stamp.read_text() == digest:
+            return folder
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("package.json", "package-lock.json"):
+            if (src / name).is_file():
+                shutil.copy(src / name, folder / name)
+        # `npm install` honours the lock; `npm ci` (npm 11) rejects a lock that lacks other
+        # platforms' optional packages, which cbor-extract lists.
+        t0 = time.monotonic()
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=folder,
+            check=True,
+            timeout=900,
+        )
+        INSTALL_SECONDS[folder.name] = time.monotonic() - t0
+        log.info("npm install %s: %.1fs", folder.name, INSTALL_SECONDS[folder.name])
+        stamp.write_text(digest)
     return folder
 
 
@@ -170,16 +199,67 @@ def real_bootstrap(dsn: str) -> None:
     _package_setup(install_real_package(), dsn)
 
 
-# The 4.x release line: one pinned manifest per release (tests/node4x/<version>), installed
-# into its own folder of the shared cache, keyed by the manifest's content.
+# Every published release the tests drive: one pinned manifest per version in
+# tests/node4x/<version>, the package with the runtime its users got (`workflow`/`@workflow/core`,
+# `@workflow/cli`, `@workflow/world`, paired by the package's declared dependencies), installed
+# once into its own folder of the shared cache, keyed by the manifest's content. Its setup bin
+# makes the release's worlds, its runtime drives them (tests/judge.py `KITS`).
+NODE4X = ROOT / "tests" / "node4x"
 RELEASE_PACKAGES = {"4.1": "4.1.1", "4.3": "4.3.7"}
+# The releases with a runtime set (the corpus builds worlds with each), oldest first.
+RELEASE_VERSIONS = ("4.1.1", "4.1.4", "4.1.5", "4.2.0", "4.3.0", "4.3.6", "4.3.7", "5.0.0-beta.27")
+
+
+def release_cache(version: str) -> Path:
+    """Where the release's pinned set is installed (a new pin is a new folder)."""
+    src = NODE4X / version
+    return ROOT / ".cache" / f"node-world-postgres-{version}-{_manifest_digest(src)[:12]}"
 
 
 def install_release_package(version: str) -> Path:
-    """npm-install @workflow/world-postgres `version` (4.1.1 or 4.3.7), pinned, once."""
-    src = ROOT / "tests" / "node4x" / version
-    folder = ROOT / ".cache" / f"node-world-postgres-{version}-{_manifest_digest(src)[:12]}"
-    return _npm_install(src, folder)
+    """npm-install the pinned set of @workflow/world-postgres `version`, once."""
+    return _npm_install(NODE4X / version, release_cache(version))
+
+
+PREFETCH_PARALLEL = 3  # npm installs are mostly network and disk: three at once pay off
+
+
+def prefetch(jobs: dict[str, Callable[[], object]]) -> None:
+    """Run each job (an install, a build) in a daemon thread, PREFETCH_PARALLEL at a time, so
+    the npm sets a session needs download while its first tests run. Why not a pool: a
+    daemon thread never holds up the interpreter's exit; a job cut short leaves no stamp and
+    is simply redone. Failures are left to the test that needs the set (it redoes the job in
+    the foreground and fails with npm's own message)."""
+    gate = threading.Semaphore(PREFETCH_PARALLEL)
+
+    def run(name: str, job: Callable[[], object]) -> None:
+        with gate:
+            try:
+                job()
+            except Exception as exc:  # redone, and reported, by the test that needs it
+                log.info("prefetch %s failed: %s", name, exc)
+
+    for name, job in jobs.items():
+        threading.Thread(target=run, args=(name, job), name=f"prefetch-{name}", daemon=True).start()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start, in the background, the npm sets of every release some collected test names
+    (the corpus's and the release tests' ids carry the version); the corpus's also get their
+    workflows built (tests/corpus/conftest.py `prefetch_jobs`)."""
+    if session.config.option.collectonly or not node_available():
+        return
+    users = ("tests/corpus/", "tests/releases/")  # the tests that drive a release's package
+    ids = " ".join(i.nodeid for i in session.items if i.nodeid.startswith(users))
+    jobs: dict[str, Callable[[], object]] = {}
+    if "tests/corpus/" in ids:
+        from tests.corpus.conftest import prefetch_jobs
+
+        jobs.update(prefetch_jobs(ids))
+    for version in RELEASE_VERSIONS:
+        if version in ids and version not in jobs:
+            jobs[version] = functools.partial(install_release_package, version)
+    prefetch(jobs)
 
 
 def release_setup(dsn: str, version: str) -> None:

@@ -13,11 +13,12 @@ with `wfctl repair --apply`, start the runtime again and require the run to comp
   package.json + lock, and builds the workflows into `build-<hash of the sources>/`, so a
   session installs and builds at most once and checkouts with other workflows do not rebuild
   each other's bundle (a file lock serialises concurrent sessions).
-- `KITS` names one such npm project per release line: beta.29 (above), and the 4.x runtimes
-  4.3.7 and 4.1.1 (`tests/node/v4_3/`, `tests/node/v4_1/`: manifests + locks, plain `npm
-  install`, no overrides), which share `tests/node/v4/` (server.mjs for the two 4.x routes,
-  runid-hook.mjs, the workflows) and install into `.cache/node-v4-<release>/`;
-  `build_runtime(kit)` / `setup_world(kit, dsn)` (the release's own setup bin).
+- `KITS` names one such npm project per release: beta.29 (above), and every published
+  release with a runtime set (`conftest.RELEASE_VERSIONS`: 4.1.1 ... 4.3.7, 5.0.0-beta.27;
+  `tests/node4x/<version>`: manifest + lock, plain `npm install`, no overrides, installed by
+  `conftest.install_release_package`), which share `tests/node/v4/` (server.mjs for the two
+  routes of a two-task queue, runid-hook.mjs, the workflows); `build_runtime(kit)` /
+  `setup_world(kit, dsn)` (the release's own setup bin).
 - `Runtime(dsn, log_dir, env)` is one runtime process against one database: `start()`,
   `stop()` (SIGTERM, then SIGKILL), `kill()` (SIGKILL: the crash half of a fault window),
   `start_run()`, `stats()` (flow deliveries per run), `run_info()` (status + hydrated output).
@@ -46,7 +47,14 @@ from typing import Any
 
 import psycopg
 
-from tests.conftest import node_available, psycopg_to_url
+from tests.conftest import (
+    NODE4X,
+    RELEASE_VERSIONS,
+    install_release_package,
+    node_available,
+    psycopg_to_url,
+    release_cache,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_SRC = ROOT / "tests" / "node" / "runtime"
@@ -63,7 +71,8 @@ class Kit:
     (`sources`, from `sources_dir`), and the bundle `wf build` must leave (`bundle`).
 
     Why: the judge drives each release with that release's own runtime (beta.29 with core
-    5.0.0-beta.39; 4.3.7 with core 4.8.9; 4.1.1 with core 4.2.4), and each installs into its
+    5.0.0-beta.39; each published release with the core its users got, e.g. 4.3.7 with 4.8.9,
+    4.1.1 with 4.2.4, 5.0.0-beta.27 with 5.0.0-beta.35), and each installs into its
     own cache folder so no release's install or build replaces another's."""
 
     name: str
@@ -78,15 +87,21 @@ class Kit:
 
 BETA29 = Kit("beta29", RUNTIME_SRC, RUNTIME_CACHE, RUNTIME_SRC, SOURCES, FLOW_BUNDLE)
 _V4_SOURCES = ROOT / "tests" / "node" / "v4"
+_V4_FILES = ("server.mjs", "runid-hook.mjs", "workflows")
 _V4_BUNDLE = Path(".well-known") / "workflow" / "v1" / "flow.js"
-KITS = {
-    "beta29": BETA29,
-    # Cache folders name the release: a new pin is a new folder, never an in-place reinstall.
-    "4.3.7": Kit("4.3.7", ROOT / "tests" / "node" / "v4_3", ROOT / ".cache" / "node-v4-4.3.7",
-                 _V4_SOURCES, ("server.mjs", "runid-hook.mjs", "workflows"), _V4_BUNDLE, True),
-    "4.1.1": Kit("4.1.1", ROOT / "tests" / "node" / "v4_1", ROOT / ".cache" / "node-v4-4.1.1",
-                 _V4_SOURCES, ("server.mjs", "runid-hook.mjs", "workflows"), _V4_BUNDLE, True),
-}  # fmt: skip
+
+
+def release_kit(version: str) -> Kit:
+    """A published release's kit: its pinned set (tests/node4x/<version>, shared with the
+    setup-only users of conftest.install_release_package) and the 4.x server and workflows."""
+    if version.startswith("5."):  # a 5.0 beta's `wf build` emits ESM routes
+        return Kit(version, NODE4X / version, release_cache(version), _V4_SOURCES, _V4_FILES,
+                   FLOW_BUNDLE)  # fmt: skip
+    return Kit(version, NODE4X / version, release_cache(version), _V4_SOURCES, _V4_FILES,
+               _V4_BUNDLE, True)  # fmt: skip
+
+
+KITS = {"beta29": BETA29, **{v: release_kit(v) for v in RELEASE_VERSIONS}}
 
 _counter = itertools.count(1)
 
@@ -126,6 +141,11 @@ def _cache_lock(kit: Kit = BETA29) -> Iterator[None]:
 def install_runtime(kit: Kit = BETA29) -> dict[str, float]:
     """npm-install the kit's runtime into its cache (skipped when the stamp matches); timings."""
     timings: dict[str, float] = {}
+    if kit.src.parent == NODE4X:  # a release's set: one install for its setup and its runtime
+        t0 = time.monotonic()
+        install_release_package(kit.name)
+        timings["npm_install_s"] = time.monotonic() - t0
+        return timings
     digest = _digest([kit.src / n for n in LOCK_FILES])
     stamp = kit.cache / ".installed"
     if stamp.is_file() and stamp.read_text() == digest:

@@ -81,7 +81,7 @@ def test_readme_opens_with_the_two_commands_ci_runs() -> None:
     assert first == [install, "pytest"]
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert install in ci and any(line.startswith("pytest") for line in ci)
-    assert "Python >= 3.11" in readme and "virtualenv" in readme and "1 GB" in readme
+    assert "Python >= 3.11" in readme and "virtualenv" in readme and "2.6 GB" in readme
 
 
 def test_runtime_md_first_example_runs_as_pasted(run_cli, wfctl_world, monkeypatch, tmp_path):

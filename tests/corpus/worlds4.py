@@ -1,29 +1,33 @@
-"""Corpus worlds of the 4.x line: made by the REAL 4.3.7 and 4.1.1 runtimes, torn by crashes.
+"""Corpus worlds of every published two-task release, each made by its OWN runtime, torn by crashes.
 
 Why: most self-hosted worlds run the 4.x line (npm `latest` of `@workflow/world-postgres` is
-4.3.7; the seed's operator runs 4.1.1), and their write paths differ from beta.29's: 4.1.1
-writes every entity row and its event as two autocommits, 4.3.7 wraps six of them in a
-transaction; both run steps as a second graphile task (`workflow_steps`) and re-enqueue every
-active run at each `world.start()`. So each release gets its own worlds, made by its own
-runtime (tests/judge.py `KITS`, tests/node/v4/server.mjs) on a database its own setup bin
-made, crashed with the same trigger + SIGKILL mechanics as the beta.29 corpus
-(tests/corpus/worlds.py), and moved with `pg_dump | psql`.
+4.3.7; the seed's operator runs 4.1.1), and what a crash can leave differs release by release:
+4.1.x and 4.2.0 write every entity row and its event as two autocommits, 4.3.0 and
+5.0.0-beta.27 wrap only `step_started` in a transaction, 4.3.6 four writes, 4.3.7 six; all of
+them run steps as a second graphile task (`workflow_steps`) and re-enqueue every active run at
+each `world.start()`. So each release gets its own worlds, made by the runtime its users got
+(tests/node4x/<version>, tests/judge.py `KITS`, tests/node/v4/server.mjs) on a database its
+own setup bin made, crashed with the same trigger + SIGKILL mechanics as the beta.29 corpus
+(tests/corpus/worlds.py), and moved with `pg_dump | psql`. A release is data (`RELEASES`: its
+version, the crashes its write paths allow, what its runtime does next with each); the
+builder below is shared.
 
 Per release, two worlds built once per session:
 - `healthy`: background runs in every state (completed, completed after a hook resume, failed,
   cancelled, waiting on a hook, running on a step whose retry is due in 2 h, a 3-day sleeper
   with its one delayed wake-up job, pending after one failed delivery). Nothing is corrupt.
 - `faulted`: the same background (cloned before its pending run), then every crash the
-  release's write paths allow (`CRASHES[release]`), each in its own run, a sleeper whose
-  wake-up job was deleted mid-sleep, and a sleeper that one restart's re-enqueue gave a second
-  delayed wake-up job (the startup recovery limited to that run, so no background run is
-  re-driven). The crash leaves its runs' jobs locked by the SIGKILLed runtime's workers.
+  release's write paths allow (`RELEASES[version].crashes`), each in its own run, a sleeper
+  whose wake-up job was deleted mid-sleep, and a sleeper that one restart's re-enqueue gave a
+  second delayed wake-up job (the startup recovery limited to that run, so no background run
+  is re-driven). The crash leaves its runs' jobs locked by the SIGKILLed runtime's workers.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +50,6 @@ from tests.corpus.worlds import (
 from tests.faults import drop_faults, slow_insert, terminate
 from tests.judge import KITS, build_runtime, wait_until
 
-RELEASES = ("4.3.7", "4.1.1")
 MODULE = "corpus"  # tests/node/v4/workflows/corpus.ts
 
 
@@ -85,7 +88,9 @@ class Crash:
     resume: tuple[str, Any] | None = None
 
 
-_BOTH = (
+# Every crash a two-task release's write paths can have: the entity write and its event as
+# two statements. A release lists those its dist/storage.js does NOT wrap in a transaction.
+_CRASHES = (
     Crash("step_completed_lost", "step completed without step_completed", "pair", [23],
           "step_completed", "WF111", "completed", pair_value(23)),
     Crash("step_failed_lost", "step failed without step_failed", "doomed", [28],
@@ -96,29 +101,76 @@ _BOTH = (
           "WF102", "completed", pair_value(21)),
     Crash("orphan_hook", "hook row without hook_created", "hooked", [22, "corpus-orphan"],
           "hook_created", "WF103", "completed", {"total": 25}, ("corpus-orphan", {"n": 3})),
-)  # fmt: skip
-# 4.1.1 writes step_created and run_created as two autocommits too (4.3.7: one transaction).
-_ONLY_41 = (
     Crash("orphan_step", "step row without step_created", "pair", [20], "step_created",
           "WF101", "completed", pair_value(20)),
     Crash("run_created_lost", "run row without run_created", "pair", [26], "run_created",
           "WF121", "completed", pair_value(26)),
 )  # fmt: skip
-CRASHES: dict[str, tuple[Crash, ...]] = {"4.3.7": _BOTH, "4.1.1": _BOTH + _ONLY_41}
-# What the release's runtime does next with NO repair, once the dead workers' locks are gone
-# (graphile's 4-hour sweep) and it restarts: `wedges` (running, no delivery makes progress),
-# `loops` (running, redelivered again and again, no new event), `heals` (the replay writes the
-# missing event and the run reaches its end), `fails` (the run ends `failed`), `ended` (the
-# runtime had already finished it before the crash was over).
-ALONE: dict[str, dict[str, str]] = {
-    "4.3.7": {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
-              "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "heals"},
-    "4.1.1": {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
-              "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "fails",
-              "orphan_step": "heals", "run_created_lost": "ended"},
-}  # fmt: skip
-# The other corrupt runs of every faulted world (see add_crashes).
-EXTRA = ("lost_wake_up", "piled_sleeper")
+CRASH = {c.label: c for c in _CRASHES}
+# 5.0.0-beta.35's core creates an inline step with its step_started (one transaction); only the
+# steps of a fan-out past its inline ones get an explicit step_created, as beta.29's corpus has.
+_ORPHAN_FANOUT_STEP = Crash("orphan_step", "step row without step_created", "fanout", [20],
+                            "step_created", "WF101", "completed",
+                            {"parts": [21, 22, 23, 24], "total": 90})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Release:
+    """One published release's corpus, as data: the version (its pinned set in
+    tests/node4x/<version>), the crashes its write paths allow (`CRASH` labels), and what its
+    runtime does next with each when nothing repairs it (`alone`, measured by the control in
+    test_corpus.py): `wedges` (running, no delivery makes progress), `loops` (running,
+    redelivered again and again, no new event), `heals` (the replay writes the missing event
+    and the run reaches its end), `fails` (the run ends `failed`), `ended` (the runtime had
+    already finished it before the crash was over). `piles`: a restart's re-enqueue gives a
+    sleeper one more delayed wake-up job (4.x: `msg_<ULID>` keys; 5.0.0-beta.27 keys the wake-up
+    `wait_<id>:hop-N`, so the restart's job replaces the first). `slow`: its worlds carry the
+    `slowest` marker (CI still runs them)."""
+
+    version: str
+    alone: Mapping[str, str]
+    slow: bool = False
+    piles: bool = True
+    variants: Mapping[str, Crash] = field(default_factory=dict)  # a crash made another way
+
+    @property
+    def crashes(self) -> tuple[Crash, ...]:
+        return tuple(self.variants.get(label, CRASH[label]) for label in self.alone)
+
+    @property
+    def extra(self) -> tuple[str, ...]:
+        """The faulted world's corrupt runs besides the crashes (see add_crashes)."""
+        return ("lost_wake_up", "piled_sleeper") if self.piles else ("lost_wake_up",)
+
+
+# Transactions in each release's dist/storage.js (which crash cannot happen there): none in
+# 4.1.x and 4.2.0; step_started alone in 4.3.0 and 5.0.0-beta.27; 4.3.6 adds step_created,
+# hook_disposed, hook_received; 4.3.7 also run_created (both paths).
+_41 = {"step_completed_lost": "wedges", "step_failed_lost": "wedges",
+       "wait_completed_lost": "loops", "orphan_wait": "loops", "orphan_hook": "fails",
+       "orphan_step": "heals", "run_created_lost": "ended"}  # fmt: skip
+_43 = {**_41, "orphan_hook": "heals"}
+_437 = {k: v for k, v in _43.items() if k not in ("orphan_step", "run_created_lost")}
+RELEASES: dict[str, Release] = {
+    r.version: r
+    for r in (
+        Release("4.3.7", _437),
+        Release("4.1.1", _41),
+        Release("4.1.4", _41, slow=True),
+        Release("4.1.5", _41, slow=True),
+        Release("4.2.0", _41, slow=True),
+        Release("4.3.0", _43, slow=True),
+        Release("4.3.6", {k: v for k, v in _43.items() if k != "orphan_step"}, slow=True),
+        Release(
+            "5.0.0-beta.27",
+            _43,
+            slow=True,
+            piles=False,
+            variants={"orphan_step": _ORPHAN_FANOUT_STEP},
+        ),
+    )
+}
+ALONE = {v: dict(r.alone) for v, r in RELEASES.items()}
 
 
 def flow_jobs(b: Builder, run_id: str) -> int:
@@ -134,13 +186,10 @@ def flow_jobs(b: Builder, run_id: str) -> int:
     )
 
 
-def add_crashes(b: Builder, release: str) -> None:
-    """A sleeper given a second wake-up by a restart, then every crash at once: each run's
-    event insert sleeps in its own backend; the runtime is SIGKILLed and the sleeping
-    backends terminated, so each entity write before the sleeping insert stays committed and
-    its event never lands. A sleeper (`nap`, 8 s) loses its wake-up: its job is deleted once
-    the runtime is dead."""
-    crashes = CRASHES[release]
+def add_piled_sleeper(b: Builder) -> str:
+    """A 3-day sleeper, stopped; the restart whose startup recovery re-enqueues it (and only
+    it) then makes its replay schedule one more delayed wake-up beside the first. Returns its
+    run id; the caller starts the crash runtime as that restart."""
     rt = b.runtime("sleeper", JUDGE_REENQUEUE="0")
     piled = rt.start_run("longSleep", [30, 3], module=MODULE)
     wait_until(lambda: flow_jobs(b, piled) >= 1, SETTLE, "the sleeper's wake-up job")
@@ -155,10 +204,22 @@ def add_crashes(b: Builder, release: str) -> None:
             note="3-day sleep",
         )
     )
-    # The restart: its startup recovery re-enqueues the sleeper (and only it), whose replay
-    # schedules one more delayed wake-up beside the first.
-    rt = b.runtime("crash", JUDGE_REENQUEUE_ONLY=piled, WORKFLOW_POSTGRES_MAX_POOL_SIZE="40")
-    wait_until(lambda: flow_jobs(b, piled) >= 2, SETTLE, "a second wake-up job")
+    return piled
+
+
+def add_crashes(b: Builder, release: str) -> None:
+    """A sleeper given a second wake-up by a restart (where the release piles them), then every
+    crash at once: each run's event insert sleeps in its own backend; the runtime is SIGKILLed
+    and the sleeping backends terminated, so each entity write before the sleeping insert
+    stays committed and its event never lands. A sleeper (`nap`, 8 s) loses its wake-up: its
+    job is deleted once the runtime is dead."""
+    crashes = RELEASES[release].crashes
+    if RELEASES[release].piles:
+        piled = add_piled_sleeper(b)
+        rt = b.runtime("crash", JUDGE_REENQUEUE_ONLY=piled, WORKFLOW_POSTGRES_MAX_POOL_SIZE="40")
+        wait_until(lambda: flow_jobs(b, piled) >= 2, SETTLE, "a second wake-up job")
+    else:
+        rt = b.runtime("crash", JUDGE_REENQUEUE="0", WORKFLOW_POSTGRES_MAX_POOL_SIZE="40")
     starts: list[threading.Thread] = []
     with b.connect() as conn:
         # Every trigger first: CREATE TRIGGER waits for the sleeping inserts' table lock.
@@ -204,12 +265,17 @@ def add_crashes(b: Builder, release: str) -> None:
         thread.join(timeout=SETTLE)
 
 
+def db_tag(release: str) -> str:
+    """The release as a database name part (`5.0.0-beta.27` -> `500beta27`)."""
+    return "".join(ch for ch in release if ch.isalnum())
+
+
 def build_corpus(server: Server, release: str, template: str, log_dir: Path) -> dict[str, World]:
     """The release's corpus: its background, a healthy and a faulted world (worlds.build_worlds)."""
     folder, _ = build_runtime(KITS[release])
     steps = {"healthy": (add_pending,), "faulted": (lambda w: add_crashes(w, release), add_pending)}
     return build_worlds(
         server, template, folder, log_dir,
-        release=release, tag=release.replace(".", ""), background=build_background,
+        release=release, tag=db_tag(release), background=build_background,
         world_steps=steps,
     )  # fmt: skip

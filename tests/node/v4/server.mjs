@@ -1,10 +1,12 @@
-// The 4.x judge's runtime process: the REAL 4.x workflow runtime (`workflow`/`@workflow/core`
-// 4.8.9 on @workflow/world-postgres 4.3.7, or 4.2.4 on 4.1.1; tests/node/v4_3, tests/node/v4_1)
-// without a web framework. The 4.x counterpart of tests/node/runtime/server.mjs.
+// The runtime process of every two-task release: the REAL workflow runtime its users got on
+// @workflow/world-postgres 4.1.1 ... 4.3.7 and 5.0.0-beta.27 (core 4.2.4 ... 4.8.9,
+// 5.0.0-beta.35; tests/node4x/<version>) without a web framework. The counterpart of
+// tests/node/runtime/server.mjs (beta.29, one task).
 //
-// A node:http server on 127.0.0.1:$PORT serves the two routes `wf build` compiled (CommonJS):
-// .well-known/workflow/v1/flow.js (graphile task `workflow_flows`) and step.js (task
-// `workflow_steps`: 4.x runs every step as its own queue job). `world.start()` starts the
+// A node:http server on 127.0.0.1:$PORT serves the two routes `wf build` compiled (4.x:
+// CommonJS flow.js / step.js; 5.0 betas: ESM flow.mjs / step.mjs): the flow route (graphile
+// task `workflow_flows`) and the step route (task `workflow_steps`: these releases run every
+// step as its own queue job). `world.start()` starts the
 // world's graphile runner, which delivers queue jobs to those routes, and re-enqueues every
 // pending/running run, as any restarted worker does. Env: WORKFLOW_POSTGRES_URL, PORT;
 // JUDGE_REENQUEUE=0 skips the startup re-enqueue, JUDGE_REENQUEUE_ONLY=<runId,..> limits it to
@@ -20,10 +22,12 @@
 //   POST /judge/cancel {runId}                      getRun(runId).cancel()
 // JSON lines on stdout: {"delivery": ...} / {"flow": ...} for flow deliveries, {"step": ...}
 // for step deliveries, {"ready": true} once up.
+import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire, register } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { monotonicFactory } from 'ulid';
 
 register(pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), 'runid-hook.mjs')));
 
@@ -39,17 +43,45 @@ globalThis.__wfctlNextRunId = () => {
   return chosen;
 };
 
-const { getWorld } = await import('workflow/runtime');
+const runtime = await import('workflow/runtime');
 const { start, getRun, resumeHook } = await import('workflow/api');
 const require = createRequire(import.meta.url);
 const routes = path.join(here, '.well-known/workflow/v1');
-const flow = require(path.join(routes, 'flow.js'));
-const step = require(path.join(routes, 'step.js'));
+// 4.x `wf build` emits CommonJS routes (flow.js, step.js); 5.0 betas emit ESM (flow.mjs, step.mjs).
+const esm = fs.existsSync(path.join(routes, 'flow.mjs'));
+const route = async (name) =>
+  esm
+    ? import(pathToFileURL(path.join(routes, `${name}.mjs`)).href)
+    : require(path.join(routes, `${name}.js`));
+const flow = await route('flow');
+const step = await route('step');
 
 const log = (obj) =>
   process.stdout.write(`${JSON.stringify({ t: new Date().toISOString(), ...obj })}\n`);
 
-const world = await getWorld();
+// 5.0.0-beta.35's core finds its world through a module a framework plugin aliases at build
+// time (`@workflow/core/runtime/world-target`); without a framework, hand it the world its
+// users configure (WORKFLOW_TARGET_WORLD), as that alias would. Older cores read the variable.
+async function targetWorld() {
+  try {
+    return await runtime.getWorld();
+  } catch (err) {
+    if (!runtime.setWorld || !String(err).includes('statically injected')) throw err;
+    const { createWorld } = await import(process.env.WORKFLOW_TARGET_WORLD);
+    const made = await createWorld();
+    runtime.setWorld(made);
+    return made;
+  }
+}
+const world = await targetWorld();
+// 5.0 cores ask the world for the ULID part of a new run id when it offers `createRunId`
+// (beta.27's world offers none), where 4.x cores mint it themselves (runid-hook.mjs).
+const mintUlid = world.createRunId?.bind(world);
+const fallbackUlid = monotonicFactory();
+world.createRunId = (opts) => {
+  const chosen = globalThis.__wfctlNextRunId();
+  return chosen ? chosen.slice('wrun_'.length) : mintUlid ? mintUlid(opts) : fallbackUlid();
+};
 
 const stats = { started: {}, answered: {} };
 const bump = (table, runId) => {

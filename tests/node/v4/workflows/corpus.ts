@@ -1,4 +1,4 @@
-// Workflows the 4.x corpus (tests/corpus/worlds4.py) drives with the real 4.x runtimes: one
+// Workflows the two-task corpus (tests/corpus/worlds4.py) drives with each release's runtime: one
 // shape per state an operator's world holds (a hook, a long sleep, a failure, a step waiting
 // for its retry). Each returns a value, so a repaired run must really finish its code.
 import { createHook, FatalError, RetryableError, sleep } from "workflow";
@@ -24,6 +24,15 @@ export async function pair(x: number) {
   const a = await inc(x, 1);
   const b = await inc(a, 10);
   return { a, b };
+}
+
+// Four steps at once, then one: a 5.0 core writes step_created explicitly for the steps past
+// its inline ones (inline steps are created with their step_started, in one transaction).
+export async function fanout(x: number) {
+  "use workflow";
+  const parts = await Promise.all([inc(x, 1), inc(x, 2), inc(x, 3), inc(x, 4)]);
+  const total = await inc(parts[0] + parts[1] + parts[2], parts[3]);
+  return { parts, total };
 }
 
 // step, sleep `seconds`, step: a sleeper whose wait can be torn or whose wake-up can be lost.
