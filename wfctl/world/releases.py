@@ -338,6 +338,13 @@ RUNTIMES: tuple[Runtime, ...] = (
         # dist/queue.js still has a steps task.
         job_keys=f"{_5X_KEYS}; steps also run as their own jobs on <prefix>steps",
         refuses=_BETA27_REFUSES,
+        # Measured on worlds its runtime made and crashed: a fan-out step's row without
+        # step_created is re-used by the next start; a run row without run_created is run to
+        # completion by reenqueueActiveRuns (dist/index.js start()).
+        severities={"WF101": _STEP_ROW_REUSED, "WF121": _RUN_REENQUEUED},
+        # dist/queue.js: the flows message format is beta.29's (dist/message.js identical), so
+        # a delivery wfctl writes is followed by the same wake-up job its resumeHook() adds.
+        wakes_package_runs=True,
     ),
     Runtime(
         "5.0.0-beta.29",
