@@ -33,6 +33,9 @@ class CatalogDriftCheck(Check):
             elif d.change == "unexpected" and (d.kind, d.name) in later:
                 severity = Severity.INFO
                 detail = f"{d.text} (made by a later release: {later[(d.kind, d.name)]})"
+            elif d.change == "order":  # ADD COLUMN appends; only a table rewrite reorders
+                severity = Severity.INFO
+                detail = f"{d.text} (harmless: the package names every column it reads and writes)"
             elif d.change == "unexpected":
                 detail = f"{d.text}: not made by any @workflow/world-postgres migration wfctl knows"
                 severity = Severity.WARNING
@@ -70,7 +73,9 @@ CHECK = CatalogDriftCheck(
         "Objects a newer upstream migration adds (0018-0027: hook token retention, event "
         "slots, keyed stream append, invocations, resume ids, claimed_from, seq_in_band, "
         "timestamptz columns, snapshots) are info; any other addition is a warning naming it. "
-        "The valid UNIQUE (run_id, id) index `wfctl migrate --online` builds is not drift. "
+        "Columns in another order than a fresh world's (migrations applied out of journal "
+        "order, as `migrate --online` finishing a world the package's migrator left short) are "
+        "info. The valid UNIQUE (run_id, id) index `wfctl migrate --online` builds is not drift. "
         "Index predicates are compared by meaning, so a restored world is not drift.",
         why_stuck="beta.29's inserts and RETURNING clauses name those columns, so such a world "
         "fails on every run creation; an INVALID index is a half-built key swap.",

@@ -1116,9 +1116,9 @@ class Road:
             release = releases.get(report.catalog_release)
             assert release is not None
             with read_only(conn):
-                found = [d.text for d in catalog.compare(conn, release.catalog)]
-            report.column_order = [d for d in found if d.endswith("column order differs")]
-            report.catalog_drift = [d for d in found if d not in report.column_order]
+                found = catalog.compare(conn, release.catalog)
+            report.column_order = [d.text for d in found if d.change == "order"]
+            report.catalog_drift = [d.text for d in found if d.change != "order"]
 
 
 # ----------------------------------------------------------------------------- helpers

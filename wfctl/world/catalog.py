@@ -69,8 +69,10 @@ def describe(conn: psycopg.Connection[Any], schemas: tuple[str, ...] = WORLD_SCH
 class Difference:
     """One way a live catalog differs from the expected one.
 
-    `change` is `missing` (expected, absent), `unexpected` (present, not expected) or
-    `changed`; `kind` is enum/table/column/constraint/index/sequence; `name` is qualified
+    `change` is `missing` (expected, absent), `unexpected` (present, not expected),
+    `changed`, or `order` (the same columns in another order: what ADD COLUMN leaves when
+    migrations ran out of journal order; the package names every column, so it reads alike);
+    `kind` is enum/table/column/constraint/index/sequence; `name` is qualified
     (`workflow.workflow_hooks.claimed_from`, `workflow.workflow_events:<index>`). `known` names
     the upstream migration whose effect this is (see `wfctl.world.newer`), else "".
     """
@@ -135,7 +137,7 @@ def differences(
                 )
         shared = [c for c in (c[0] for c in exp["columns"]) if c in act_cols]
         if [c for c in (c[0] for c in act["columns"]) if c in exp_cols] != shared:
-            out.append(Difference("changed", "table", name, f"table {name}: column order differs"))
+            out.append(Difference("order", "table", name, f"table {name}: column order differs"))
         for kind in ("constraints", "indexes"):
             label = kind[:-1] if kind == "constraints" else "index"
             _diff_keys(out, label, f"{label} {name}:", exp[kind], act[kind], join=" ", scope=name)
