@@ -461,19 +461,19 @@ def _source(world: model.World, marker: str | None) -> str:
 
 def version_of(world: model.World) -> str:
     """The package version a world was made by, as far as its rows tell (for the runs'
-    analysis): the release's checked version, else its era."""
+    analysis): the pinned or recorded version, else the newest of the versions its journal
+    allows (each 4.x and 5.0 line shares its id rules: wfctl.migrate.inflight), else its era."""
     release = world.release
     if release is not None:
-        return release.checked.split()[0]
+        return release.candidates[-1] if release.candidates else release.checked.split()[0]
     return world.era
 
 
 def target_release(package: Package) -> releases.Release | None:
-    """The release description whose checked version is DIR's (its catalog is the proof)."""
-    for release in releases.RELEASES.values():
-        if package.version and release.checked.split()[0] == package.version:
-            return release
-    return None
+    """The release of DIR's version, when wfctl has read that version (its catalog is the
+    proof that the road arrived)."""
+    version = package.version
+    return releases.of_version(version) if version in releases.PACKAGES else None
 
 
 class Road:
@@ -1112,11 +1112,10 @@ class Road:
     ) -> None:
         if clear_marker:
             self._mark(conn, None)
-        if report.catalog_release:
-            release = releases.get(report.catalog_release)
-            assert release is not None
+        release = target_release(self.options.package)
+        if release is not None:
             with read_only(conn):
-                found = catalog.compare(conn, release.catalog)
+                found = catalog.compare(conn, release.expected_catalog)
             report.column_order = [d.text for d in found if d.change == "order"]
             report.catalog_drift = [d.text for d in found if d.change != "order"]
 
