@@ -39,7 +39,7 @@ def test_the_road_carries_the_runs_in_flight(
     status, _, err = run_cli(*road, "--carry")
     assert status == 2 and "would fail after the upgrade" in err and "holds its job" not in err
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("SELECT graphile_worker.force_unlock_workers(%s)", ([world.dead_worker],))
+        conn.execute("SELECT graphile_worker.force_unlock_workers(%s)", (world.dead_workers,))
     status, out, err = run_cli(*road, "--carry")
     assert status == 0, out + err
     carried = [ln for ln in out.splitlines() if ln.startswith("carry: run ")]

@@ -461,19 +461,16 @@ def _source(world: model.World, marker: str | None) -> str:
 
 def version_of(world: model.World) -> str:
     """The package version a world was made by, as far as its rows tell (for the runs'
-    analysis): the release's checked version, else its era."""
+    analysis): the pinned version, else the newest its journal leaves, else its era."""
     release = world.release
     if release is not None:
-        return release.checked.split()[0]
+        return release.candidates[-1] if release.candidates else release.checked.split()[0]
     return world.era
 
 
 def target_release(package: Package) -> releases.Release | None:
-    """The release description whose checked version is DIR's (its catalog is the proof)."""
-    for release in releases.RELEASES.values():
-        if package.version and release.checked.split()[0] == package.version:
-            return release
-    return None
+    """The release line DIR's version belongs to (its catalog is the proof)."""
+    return releases.get(releases.LINE_OF.get(package.version or "", ""))
 
 
 class Road:
@@ -1116,7 +1113,7 @@ class Road:
             release = releases.get(report.catalog_release)
             assert release is not None
             with read_only(conn):
-                found = catalog.compare(conn, release.catalog)
+                found = catalog.compare(conn, release.expected_catalog)
             report.column_order = [d.text for d in found if d.change == "order"]
             report.catalog_drift = [d.text for d in found if d.change != "order"]
 
