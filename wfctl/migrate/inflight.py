@@ -48,7 +48,9 @@ from wfctl.world import codec, ids, nodeids
 from wfctl.world.model import inspect
 from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
 
-Fate = Literal["continues", "fails", "carried"]
+# "unknown": no analysis was possible (a version without runtime facts); the road counts such
+# a run as one that may fail (wfctl.migrate.road.active_runs_unknown).
+Fate = Literal["continues", "fails", "carried", "unknown"]
 
 # How many draws of the VM's Math.random may come before a run's first id (workflow code that
 # calls Math.random or crypto first); the search for R stops there.
