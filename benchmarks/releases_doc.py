@@ -54,6 +54,7 @@ def versions() -> str:
     rows = []
     for v, p in releases.PACKAGES.items():
         rt = releases.runtime(v)
+        ids = releases.correlation_ids(v)
         rows.append(
             [
                 f"`{v}`",
@@ -64,10 +65,14 @@ def versions() -> str:
                 str(p.transaction_sites),
                 releases.CORE.get(v, "—"),
                 rt.checked if rt else "—",
+                f"`{ids.ids.key}`" + (", steps as their own jobs" if ids.step_jobs else "")
+                if ids
+                else "—",
             ]
         )
     head = ("version", "era", "journal", "setup bins", "queue tasks", "transaction sites",
-            "`@workflow/core` its users got", "runtime facts read from")  # fmt: skip
+            "`@workflow/core` its users got", "runtime facts read from",
+            "correlation ids (runs in flight)")  # fmt: skip
     return _table(head, rows)
 
 

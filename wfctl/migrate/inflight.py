@@ -18,14 +18,10 @@ time). Refused, never guessed: an id the source rule did not mint, a hook token 
 generator minted (the target's replay would mint another and diverge; callers hold the old
 one), an id copied inside a payload, a job a worker holds now.
 
-`FACTS` is the table the rest of wfctl folds into the release graph: one row per range of
-`@workflow/world-postgres` versions, the cores its users got, how they derive ids, whether
-steps run as their own jobs. Checked against the published sources of @workflow/core 4.2.4,
-4.4.0, 4.5.0, 4.6.0, 4.8.9 (dist/workflow.js: `seed: runId:workflowName:+startedAt`,
-`generateUlid: () => ulid(+startedAt)`; step jobs `__wkf_step_*`) and 5.0.0-beta.35,
-5.0.0-beta.39 (`seed: runId:workflowName:deploymentId`, `generateUlid: () =>
-ulid(fixedTimestamp)`, `fixedTimestamp = runIdCreatedAt(runId)`; no step queue), and by the
-real runtimes on real worlds (tests/migrate_inflight).
+Which core derives ids how, and whether its steps run as their own jobs, is release data:
+`Runtime.correlation_ids` in wfctl/world/releases.py, beside the other runtime facts (read
+from the published sources named there), proven by the real runtimes on real worlds
+(tests/migrate_inflight).
 """
 
 from __future__ import annotations
@@ -44,9 +40,10 @@ from wfctl import sql
 from wfctl.errors import RefusedError, UsageError, WfctlError
 from wfctl.ops import audit
 from wfctl.runtime.store import DEPLOYMENT_ID as PYTHON_RUNTIME
-from wfctl.world import codec, ids, nodeids
+from wfctl.world import codec, ids, nodeids, releases
 from wfctl.world.model import inspect
 from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
+from wfctl.world.releases import Derivation
 
 # "unknown": no analysis was possible (a version without runtime facts); the road counts such
 # a run as one that may fail (wfctl.migrate.road.active_runs_unknown).
@@ -60,47 +57,13 @@ _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?")
 
 
 @dataclass(frozen=True)
-class Derivation:
-    """How a range of cores derives a run's correlation ids."""
-
-    key: str
-    seed: tuple[str, ...]  # run fields joined by ":" (id, name, started_ms, deployment_id)
-    time: str  # the run field whose milliseconds every id carries (started_ms, or id: its ULID)
-    summary: str
-
-
-STARTED_AT = Derivation(
-    "started-at",
-    ("id", "name", "started_ms"),
-    "started_ms",
-    "ids stamped with started_at, seeded with run id:workflow name:started_at",
-)
-RUN_ID_TIME = Derivation(
-    "run-id-time",
-    ("id", "name", "deployment_id"),
-    "id",
-    "ids stamped with the run id's time, seeded with run id:workflow name:deployment id",
-)
-
-
-@dataclass(frozen=True)
 class CoreFacts:
-    """One range of @workflow/world-postgres versions (inclusive) and its runtime's facts."""
+    """One package version's runtime facts as the analysis uses them (from the release graph:
+    `releases.Runtime.correlation_ids`)."""
 
-    low: str
-    high: str
-    cores: str  # the @workflow/core versions users of these packages got
-    checked: tuple[str, ...]  # core versions whose published sources were read
+    version: str
     ids: Derivation
     step_jobs: bool  # steps run as their own `<prefix>steps` jobs
-
-
-FACTS: tuple[CoreFacts, ...] = (
-    CoreFacts("4.1.1", "4.3.7", "4.2.4 .. 4.8.9",
-              ("4.2.4", "4.4.0", "4.5.0", "4.6.0", "4.8.9"), STARTED_AT, True),
-    CoreFacts("5.0.0-beta.27", "5.0.0-beta.29", "5.0.0-beta.35 .. 5.0.0-beta.39",
-              ("5.0.0-beta.35", "5.0.0-beta.39"), RUN_ID_TIME, False),
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -159,12 +122,13 @@ def version_key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int 
 
 
 def facts_for(version: str) -> CoreFacts:
-    """The facts row covering a package version; exit 3 (unknown) where none does."""
-    key = version_key(version)
-    for row in FACTS:
-        if version_key(row.low) <= key <= version_key(row.high):
-            return row
-    covered = ", ".join(f"{r.low} .. {r.high}" for r in FACTS)
+    """How a package version's core derives ids, from the release graph; exit 3 (unknown)
+    where the graph does not say."""
+    version_key(version)  # a version at all (exit 64)
+    found = releases.correlation_ids(version)
+    if found is not None:
+        return CoreFacts(version, found.ids, found.step_jobs)
+    covered = ", ".join(v for v in releases.PACKAGES if releases.correlation_ids(v))
     raise WfctlError(
         f"no runtime facts for @workflow/world-postgres {version}: which ids its core mints "
         "is unknown",
@@ -427,8 +391,8 @@ def _carry_one(
         run_id=run_id,
         reason=reason,
         details={
-            "source": source.low + " .. " + source.high,
-            "target": target.low + " .. " + target.high,
+            "source": source.version,
+            "target": target.version,
             "source_rule": source.ids.key,
             "target_rule": target.ids.key,
             "skip": plan.skip,
