@@ -433,15 +433,7 @@ class Road:
         self.reporter = reporter
         self.options = options
         self.sleep = sleep
-        t = target.timeouts
-        self.locks = locks.LockPolicy(
-            lock_timeout_ms=options.lock_timeout_ms,
-            retries=options.retries,
-            statement_ms=t.statement_ms,
-            default_lock_ms=t.lock_ms,
-            say=reporter.say,
-            sleep=sleep,
-        )
+        self.locks = locks.LockPolicy.for_target(target, options, reporter.say, sleep=sleep)
         self._probes: dict[str, str | None] = {}
         self._user = "this role"
         self._source = "unknown"
