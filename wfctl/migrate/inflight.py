@@ -30,7 +30,6 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import psycopg
@@ -38,7 +37,7 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.errors import RefusedError, UsageError, WfctlError
-from wfctl.ops import audit
+from wfctl.ops import audit, wakeup
 from wfctl.runtime.store import DEPLOYMENT_ID as PYTHON_RUNTIME
 from wfctl.world import codec, ids, nodeids, releases
 from wfctl.world.model import inspect
@@ -418,7 +417,7 @@ def _move_step_jobs(
     task = f"{job_prefix}flows"
     with conn.cursor() as cur:
         rows = cur.execute(
-            sql.load("migrate/inflight_fail_step_jobs"),
+            sql.load("repair/fail_jobs"),
             {
                 "job_ids": [int(j["id"]) for j in steps],
                 "message": f"wfctl migrate: carried to {task} (the target serves no steps task)",
@@ -427,18 +426,8 @@ def _move_step_jobs(
     retired = tuple(int(r[0]) for r in rows)
     if len(retired) != len(steps):
         raise RefusedError(f"run {run['id']}: a step job was taken by a worker meanwhile")
+    # The replay then finds the step unfinished and runs it (the 5.0 cores run steps inside
+    # the flow delivery); due when the steps job was (a step's retry time is kept).
     run_at = min(j["run_at"] for j in steps)
-    message_id = ids.prefixed("msg")
-    body = json.dumps({"runId": run["id"], "requestedAt": datetime.now(UTC).isoformat()})
-    conn.execute(
-        sql.load("migrate/inflight_add_flow_job"),
-        {
-            "task": task,
-            "message_id": message_id,
-            "workflow_name": run["name"],
-            "body": body,
-            "run_at": run_at,
-            "max_attempts": 3,
-        },
-    )
+    wakeup.add_job(conn, task, str(run["id"]), str(run["name"]), 3, run_at)
     return retired
