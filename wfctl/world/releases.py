@@ -37,26 +37,26 @@ from wfctl.world.catalog import Catalog
 PACKAGE_NAME = "@workflow/world-postgres"
 PACKAGES_DATA = Path(__file__).resolve().parent.parent / "data" / "packages.json"
 
-# Entity writes of the package, by the event they write (run_created, step_completed, ...).
-ALL_WRITES = frozenset(
-    {
-        "run_created",
-        "run_started",
-        "run_completed",
-        "run_failed",
-        "run_cancelled",
-        "step_created",
-        "step_started",
-        "step_completed",
-        "step_failed",
-        "step_retrying",
-        "wait_created",
-        "wait_completed",
-        "hook_created",
-        "hook_received",
-        "hook_disposed",
-    }
+# Entity writes of the package, by the event they write (step_created, run_completed, ...),
+# entity by entity in their lifecycle's order (the order docs/releases.md lists them in).
+WRITES = (
+    "step_created",
+    "step_started",
+    "step_completed",
+    "step_failed",
+    "step_retrying",
+    "wait_created",
+    "wait_completed",
+    "hook_created",
+    "hook_received",
+    "hook_disposed",
+    "run_created",
+    "run_started",
+    "run_completed",
+    "run_failed",
+    "run_cancelled",
 )
+ALL_WRITES = frozenset(WRITES)
 # Columns that only some releases have, as `table.column` (tables in schema `workflow`).
 OPTIONAL_COLUMNS = frozenset(
     {
