@@ -27,7 +27,6 @@ from the published sources named there), proven by the real runtimes on real wor
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -52,7 +51,6 @@ Fate = Literal["continues", "fails", "carried", "unknown"]
 # calls Math.random or crypto first); the search for R stops there.
 MAX_SKIP = 256
 MAX_ORDINAL = 1 << 20  # more ids than any run logs: beyond it, a match would be chance
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?")
 
 
 @dataclass(frozen=True)
@@ -109,15 +107,11 @@ class Carried:
 
 
 def version_key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
-    """semver order: 5.0.0-beta.27 < 5.0.0-beta.29 < 5.0.0; numeric identifiers as numbers."""
-    m = _VERSION.fullmatch(version.strip())
-    if not m:
+    """The release graph's semver order, for a version given by the caller (exit 64 when it is
+    none)."""
+    if not releases.is_version(version.strip()):
         raise UsageError(f"not a package version: {version!r}", hint="e.g. 4.1.1, 5.0.0-beta.29")
-    major, minor, patch, pre = int(m[1]), int(m[2]), int(m[3]), m[4]
-    if pre is None:
-        return major, minor, patch, 1, ()
-    parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split("."))
-    return major, minor, patch, 0, parts
+    return releases.version_key(version.strip())
 
 
 def facts_for(version: str) -> CoreFacts:

@@ -73,11 +73,12 @@ _RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
 # -- versions ----------------------------------------------------------------------------
 
 
-def version_key(version: str) -> tuple[int, int, int, int, tuple[int | str, ...]]:
-    """Semver order: `4.1.0-beta.46` < `4.1.1` < `5.0.0-beta.27` < `5.0.0-beta.29`."""
+def version_key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
+    """Semver order: `4.1.0-beta.46` < `4.1.1` < `5.0.0-beta.27` < `5.0.0-beta.29`; numeric
+    pre-release identifiers as numbers, and before alphanumeric ones."""
     core, _, pre = version.partition("-")
     parts = [int(p) for p in [*core.split("."), "0", "0"][:3]]
-    tail = tuple(int(p) if p.isdigit() else p for p in pre.split(".")) if pre else ()
+    tail = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split(".")) if pre else ()
     return parts[0], parts[1], parts[2], 0 if pre else 1, tail
 
 
