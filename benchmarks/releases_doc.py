@@ -24,20 +24,6 @@ from wfctl.world import drizzle, releases  # noqa: E402
 PROSE = Path(__file__).resolve().parent / "releases_prose.md"
 OUTPUT = ROOT / "docs" / "releases.md"
 WEIGHED = ("WF101", "WF103", "WF121")
-EVENTS = (
-    "step_created",
-    "step_started",
-    "step_completed",
-    "step_failed",
-    "step_retrying",
-    "wait_created",
-    "wait_completed",
-    "hook_created",
-    "hook_received",
-    "run_created",
-    "run_completed",
-    "run_failed",
-)
 
 
 def _table(head: Sequence[str], rows: list[list[str]]) -> str:
@@ -54,6 +40,7 @@ def versions() -> str:
     rows = []
     for v, p in releases.PACKAGES.items():
         rt = releases.runtime(v)
+        ids = releases.correlation_ids(v)
         rows.append(
             [
                 f"`{v}`",
@@ -64,10 +51,14 @@ def versions() -> str:
                 str(p.transaction_sites),
                 releases.CORE.get(v, "—"),
                 rt.checked if rt else "—",
+                f"`{ids.ids.key}`" + (", steps as their own jobs" if ids.step_jobs else "")
+                if ids
+                else "—",
             ]
         )
     head = ("version", "era", "journal", "setup bins", "queue tasks", "transaction sites",
-            "`@workflow/core` its users got", "runtime facts read from")  # fmt: skip
+            "`@workflow/core` its users got", "runtime facts read from",
+            "correlation ids (runs in flight)")  # fmt: skip
     return _table(head, rows)
 
 
@@ -171,7 +162,8 @@ def weights() -> str:
 def payloads() -> str:
     ranges = [r for r in releases.RUNTIMES if "*" not in r.refuses]
     rows = []
-    for event in EVENTS:
+    # The package's writes whose payload some release's replay reads.
+    for event in [e for e in releases.WRITES if any(e in r.payload_keys for r in ranges)]:
         row = [f"`{event}`"]
         for r in ranges:
             keys = r.payload_keys.get(event)

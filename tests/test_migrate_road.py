@@ -255,12 +255,12 @@ def test_carry_rewrites_after_the_schema(world_43: Db, run_cli: Any) -> None:
     """With --carry the runs the analysis can carry do not stop the road; they are carried
     after the schema is done (the analysis and the rewrite are the inflight module's; here
     stand-ins with its signatures)."""
-    from wfctl.migrate import road as road_mod
+    from wfctl.migrate import inflight
 
     seen: list[tuple[list[str], str, str, int]] = []
 
-    def assess(conn: Any, source: str, target: str) -> list[road_mod.RunFate]:
-        return [road_mod.RunFate("wrun_a", "wf", "running", "ids differ", "carried")]
+    def assess(conn: Any, source: str, target: str) -> list[inflight.RunFate]:
+        return [inflight.RunFate("wrun_a", "wf", "running", "ids differ", "carried")]
 
     def carry(conn: Any, run_ids: Any, source: str, target: str, *, reason: str) -> list[Any]:
         columns = conn.execute(
@@ -270,15 +270,15 @@ def test_carry_rewrites_after_the_schema(world_43: Db, run_cli: Any) -> None:
         seen.append((list(run_ids), source, target, columns))
         return [SimpleNamespace(run_id="wrun_a", outcome="carried", reason="rewrote 3 ids")]
 
-    original = road_mod.default_assess, road_mod.default_carry
-    road_mod.default_assess = lambda: (assess, "")  # type: ignore[assignment]
-    road_mod.default_carry = lambda: carry  # type: ignore[assignment]
+    original = inflight.assess, inflight.carry
+    inflight.assess = assess  # type: ignore[assignment]
+    inflight.carry = carry  # type: ignore[assignment]
     try:
         status, _, err = road(run_cli, world_43, beta29_dir())
         assert status == ExitStatus.CRITICAL and "--carry" in err
         status, out, err = road(run_cli, world_43, beta29_dir(), "--carry")
     finally:
-        road_mod.default_assess, road_mod.default_carry = original
+        inflight.assess, inflight.carry = original
     assert status == 0, out + err
     assert "carry: run wrun_a: carried, rewrote 3 ids" in out
     assert seen == [(["wrun_a"], "4.3.7", "5.0.0-beta.29", 1)]  # after the schema
@@ -364,23 +364,24 @@ def test_missing_privileges_named(world_43: Db, run_cli: Any) -> None:
 
 
 def test_runs_in_flight_refused_unless_told(world_43: Db, run_cli: Any) -> None:
-    """Without the inflight analysis every active run counts as one that may fail."""
+    """A run the analysis says would fail refuses the road unless told (here a stand-in with
+    the analysis's signature)."""
     with world_43.connect() as conn:
         conn.execute(
             "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name) "
             "VALUES ('wrun_live', 'dpl', 'running', 'wf')"
         )
-    from wfctl.migrate import road as road_mod
+    from wfctl.migrate import inflight
 
-    fates = [road_mod.RunFate("wrun_live", "wf", "running", "replay mismatch", "fails")]
+    fates = [inflight.RunFate("wrun_live", "wf", "running", "replay mismatch", "fails")]
     calls: list[tuple[str, str]] = []
 
-    def assess(conn: Any, source: str, target: str) -> list[road_mod.RunFate]:
+    def assess(conn: Any, source: str, target: str) -> list[inflight.RunFate]:
         calls.append((source, target))
         return fates if len(calls) < 3 else []
 
-    original = road_mod.default_assess
-    road_mod.default_assess = lambda: (assess, "")  # type: ignore[assignment]
+    original = inflight.assess
+    inflight.assess = assess  # type: ignore[assignment]
     try:
         status, _, err = road(run_cli, world_43, beta29_dir())
         assert status == ExitStatus.CRITICAL and "wrun_live (wf, running)" in err
@@ -391,7 +392,7 @@ def test_runs_in_flight_refused_unless_told(world_43: Db, run_cli: Any) -> None:
         assert status == 0, out + err
         assert "draining: 1 run(s)" in err
     finally:
-        road_mod.default_assess = original
+        inflight.assess = original
 
 
 def test_drain_and_allow_are_exclusive(world_43: Db, run_cli: Any) -> None:

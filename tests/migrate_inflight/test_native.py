@@ -11,20 +11,11 @@ import pytest
 
 from tests.conftest import Db
 from tests.judge import wait_until
-from tests.migrate_inflight.worlds import SETTLE, finish, serving
+from tests.migrate_inflight.worlds import SETTLE, finish, has_event, serving
 from tests.migrate_inflight.worlds import Flight as F
 from wfctl.migrate import inflight
 
 BETA29 = "5.0.0-beta.29"
-
-
-def _logged(dsn: str, run_id: str, event_type: str) -> bool:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT 1 FROM workflow.workflow_events WHERE run_id = %s AND type = %s",
-            (run_id, event_type),
-        ).fetchone()
-    return row is not None
 
 
 @pytest.mark.slow
@@ -36,8 +27,8 @@ def test_beta29_runs_in_flight_continue(real_world: Db, tmp_path: Path) -> None:
             F("hook", rt.start_run("hooked", [2, "native-tok"], module="corpus"), {"total": 102},
               "native-tok"),
         ]  # fmt: skip
-        wait_until(lambda: _logged(dsn, runs[0].run_id, "wait_created"), SETTLE, "the sleep")
-        wait_until(lambda: _logged(dsn, runs[1].run_id, "hook_created"), SETTLE, "the hook")
+        wait_until(lambda: has_event(dsn, runs[0].run_id, "wait_created"), SETTLE, "the sleep")
+        wait_until(lambda: has_event(dsn, runs[1].run_id, "hook_created"), SETTLE, "the hook")
     with psycopg.connect(dsn, autocommit=True) as conn:
         for source in ("5.0.0-beta.27", BETA29, "4.1.1"):
             fates = inflight.assess(conn, source, BETA29)

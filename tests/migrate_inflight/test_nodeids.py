@@ -8,7 +8,7 @@ import pytest
 
 from wfctl.errors import ExitStatus, RefusedError, WfctlError
 from wfctl.migrate import inflight
-from wfctl.world import nodeids
+from wfctl.world import nodeids, releases
 
 TIME = 1765000000123
 # (seed, the first three ids `monotonicFactory(() => rng())(TIME)` returned, the first draws of
@@ -60,8 +60,8 @@ def test_version_order_and_facts() -> None:
     order = ["4.1.0-beta.46", "4.1.1", "4.3.7", "5.0.0-beta.9", "5.0.0-beta.27",
              "5.0.0-beta.29", "5.0.0"]  # fmt: skip
     assert sorted(order, key=inflight.version_key) == order
-    assert inflight.facts_for("4.2.0").ids == inflight.STARTED_AT
-    assert inflight.facts_for("5.0.0-beta.27").ids == inflight.RUN_ID_TIME
+    assert inflight.facts_for("4.2.0").ids == releases.STARTED_AT
+    assert inflight.facts_for("5.0.0-beta.27").ids == releases.RUN_ID_TIME
     assert inflight.facts_for("5.0.0-beta.29").step_jobs is False
 
 

@@ -55,7 +55,7 @@ class SourceWorld:
         return next(f for f in self.runs if f.label == label)
 
 
-def _has_event(dsn: str, run_id: str, event_type: str) -> bool:
+def has_event(dsn: str, run_id: str, event_type: str) -> bool:
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute(
             "SELECT 1 FROM workflow.workflow_events WHERE run_id = %s AND type = %s",
@@ -88,7 +88,7 @@ def build_source(server: Server, release: str, log_dir: Path) -> SourceWorld:
             runs.append(Flight(f"hook{i}", run_id, {"total": 10 + i + 100}, token))
         for f in runs:
             kind = "hook_created" if f.token else "wait_created"
-            wait_until(lambda f=f, k=kind: _has_event(db.dsn, f.run_id, k), SETTLE, f.label)
+            wait_until(lambda f=f, k=kind: has_event(db.dsn, f.run_id, k), SETTLE, f.label)
         mid, started = rw.new_run_id(), rw.new_run_id()
         with psycopg.connect(db.dsn, autocommit=True) as conn:
             # `midstep`: the step's start (its row set running) sleeps in the database;
@@ -118,9 +118,9 @@ def build_source(server: Server, release: str, log_dir: Path) -> SourceWorld:
     finally:
         rt.kill()
     assert dead, "the dead workers hold the mid-step jobs"
-    assert _has_event(db.dsn, started, "step_started")
-    assert not _has_event(db.dsn, started, "step_completed")
-    assert not _has_event(db.dsn, mid, "step_started")
+    assert has_event(db.dsn, started, "step_started")
+    assert not has_event(db.dsn, started, "step_completed")
+    assert not has_event(db.dsn, mid, "step_started")
     return SourceWorld(release, db.name, runs, dead)
 
 

@@ -18,23 +18,17 @@ time). Refused, never guessed: an id the source rule did not mint, a hook token 
 generator minted (the target's replay would mint another and diverge; callers hold the old
 one), an id copied inside a payload, a job a worker holds now.
 
-`FACTS` is the table the rest of wfctl folds into the release graph: one row per range of
-`@workflow/world-postgres` versions, the cores its users got, how they derive ids, whether
-steps run as their own jobs. Checked against the published sources of @workflow/core 4.2.4,
-4.4.0, 4.5.0, 4.6.0, 4.8.9 (dist/workflow.js: `seed: runId:workflowName:+startedAt`,
-`generateUlid: () => ulid(+startedAt)`; step jobs `__wkf_step_*`) and 5.0.0-beta.35,
-5.0.0-beta.39 (`seed: runId:workflowName:deploymentId`, `generateUlid: () =>
-ulid(fixedTimestamp)`, `fixedTimestamp = runIdCreatedAt(runId)`; no step queue), and by the
-real runtimes on real worlds (tests/migrate_inflight).
+Which core derives ids how, and whether its steps run as their own jobs, is release data:
+`Runtime.correlation_ids` in wfctl/world/releases.py, beside the other runtime facts (read
+from the published sources named there), proven by the real runtimes on real worlds
+(tests/migrate_inflight).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import psycopg
@@ -42,63 +36,31 @@ from psycopg.rows import dict_row
 
 from wfctl import sql
 from wfctl.errors import RefusedError, UsageError, WfctlError
-from wfctl.ops import audit
+from wfctl.ops import audit, wakeup
 from wfctl.runtime.store import DEPLOYMENT_ID as PYTHON_RUNTIME
-from wfctl.world import codec, ids, nodeids
+from wfctl.world import codec, ids, nodeids, releases
 from wfctl.world.model import inspect
 from wfctl.world.queue_locks import GRAPHILE_LOCK_RESET
+from wfctl.world.releases import Derivation
 
-Fate = Literal["continues", "fails", "carried"]
+# "unknown": no analysis was possible (a version without runtime facts); the road counts such
+# a run as one that may fail (wfctl.migrate.road.active_runs_unknown).
+Fate = Literal["continues", "fails", "carried", "unknown"]
 
 # How many draws of the VM's Math.random may come before a run's first id (workflow code that
 # calls Math.random or crypto first); the search for R stops there.
 MAX_SKIP = 256
 MAX_ORDINAL = 1 << 20  # more ids than any run logs: beyond it, a match would be chance
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?")
-
-
-@dataclass(frozen=True)
-class Derivation:
-    """How a range of cores derives a run's correlation ids."""
-
-    key: str
-    seed: tuple[str, ...]  # run fields joined by ":" (id, name, started_ms, deployment_id)
-    time: str  # the run field whose milliseconds every id carries (started_ms, or id: its ULID)
-    summary: str
-
-
-STARTED_AT = Derivation(
-    "started-at",
-    ("id", "name", "started_ms"),
-    "started_ms",
-    "ids stamped with started_at, seeded with run id:workflow name:started_at",
-)
-RUN_ID_TIME = Derivation(
-    "run-id-time",
-    ("id", "name", "deployment_id"),
-    "id",
-    "ids stamped with the run id's time, seeded with run id:workflow name:deployment id",
-)
 
 
 @dataclass(frozen=True)
 class CoreFacts:
-    """One range of @workflow/world-postgres versions (inclusive) and its runtime's facts."""
+    """One package version's runtime facts as the analysis uses them (from the release graph:
+    `releases.Runtime.correlation_ids`)."""
 
-    low: str
-    high: str
-    cores: str  # the @workflow/core versions users of these packages got
-    checked: tuple[str, ...]  # core versions whose published sources were read
+    version: str
     ids: Derivation
     step_jobs: bool  # steps run as their own `<prefix>steps` jobs
-
-
-FACTS: tuple[CoreFacts, ...] = (
-    CoreFacts("4.1.1", "4.3.7", "4.2.4 .. 4.8.9",
-              ("4.2.4", "4.4.0", "4.5.0", "4.6.0", "4.8.9"), STARTED_AT, True),
-    CoreFacts("5.0.0-beta.27", "5.0.0-beta.29", "5.0.0-beta.35 .. 5.0.0-beta.39",
-              ("5.0.0-beta.35", "5.0.0-beta.39"), RUN_ID_TIME, False),
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -145,24 +107,21 @@ class Carried:
 
 
 def version_key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
-    """semver order: 5.0.0-beta.27 < 5.0.0-beta.29 < 5.0.0; numeric identifiers as numbers."""
-    m = _VERSION.fullmatch(version.strip())
-    if not m:
+    """The release graph's semver order, for a version given by the caller (exit 64 when it is
+    none)."""
+    if not releases.is_version(version.strip()):
         raise UsageError(f"not a package version: {version!r}", hint="e.g. 4.1.1, 5.0.0-beta.29")
-    major, minor, patch, pre = int(m[1]), int(m[2]), int(m[3]), m[4]
-    if pre is None:
-        return major, minor, patch, 1, ()
-    parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split("."))
-    return major, minor, patch, 0, parts
+    return releases.version_key(version.strip())
 
 
 def facts_for(version: str) -> CoreFacts:
-    """The facts row covering a package version; exit 3 (unknown) where none does."""
-    key = version_key(version)
-    for row in FACTS:
-        if version_key(row.low) <= key <= version_key(row.high):
-            return row
-    covered = ", ".join(f"{r.low} .. {r.high}" for r in FACTS)
+    """How a package version's core derives ids, from the release graph; exit 3 (unknown)
+    where the graph does not say."""
+    version_key(version)  # a version at all (exit 64)
+    found = releases.correlation_ids(version)
+    if found is not None:
+        return CoreFacts(version, found.ids, found.step_jobs)
+    covered = ", ".join(v for v in releases.PACKAGES if releases.correlation_ids(v))
     raise WfctlError(
         f"no runtime facts for @workflow/world-postgres {version}: which ids its core mints "
         "is unknown",
@@ -425,8 +384,8 @@ def _carry_one(
         run_id=run_id,
         reason=reason,
         details={
-            "source": source.low + " .. " + source.high,
-            "target": target.low + " .. " + target.high,
+            "source": source.version,
+            "target": target.version,
             "source_rule": source.ids.key,
             "target_rule": target.ids.key,
             "skip": plan.skip,
@@ -452,7 +411,7 @@ def _move_step_jobs(
     task = f"{job_prefix}flows"
     with conn.cursor() as cur:
         rows = cur.execute(
-            sql.load("migrate/inflight_fail_step_jobs"),
+            sql.load("repair/fail_jobs"),
             {
                 "job_ids": [int(j["id"]) for j in steps],
                 "message": f"wfctl migrate: carried to {task} (the target serves no steps task)",
@@ -461,18 +420,8 @@ def _move_step_jobs(
     retired = tuple(int(r[0]) for r in rows)
     if len(retired) != len(steps):
         raise RefusedError(f"run {run['id']}: a step job was taken by a worker meanwhile")
+    # The replay then finds the step unfinished and runs it (the 5.0 cores run steps inside
+    # the flow delivery); due when the steps job was (a step's retry time is kept).
     run_at = min(j["run_at"] for j in steps)
-    message_id = ids.prefixed("msg")
-    body = json.dumps({"runId": run["id"], "requestedAt": datetime.now(UTC).isoformat()})
-    conn.execute(
-        sql.load("migrate/inflight_add_flow_job"),
-        {
-            "task": task,
-            "message_id": message_id,
-            "workflow_name": run["name"],
-            "body": body,
-            "run_at": run_at,
-            "max_attempts": 3,
-        },
-    )
+    wakeup.add_job(conn, task, str(run["id"]), str(run["name"]), 3, run_at)
     return retired

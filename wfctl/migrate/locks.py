@@ -13,14 +13,24 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg import errors as pgerrors
 
 from wfctl import sql
+from wfctl.connection.db import Target
 from wfctl.errors import RefusedError, WfctlError
 from wfctl.migrate import state as state_mod
+
+
+class Bounds(Protocol):
+    """The options a road takes for its locks (--lock-timeout, the retries)."""
+
+    @property
+    def lock_timeout_ms(self) -> int: ...
+    @property
+    def retries(self) -> int: ...
 
 
 @dataclass
@@ -36,6 +46,33 @@ class LockPolicy:
     backoff_cap_s: float = 8.0
     sleep: Callable[[float], None] = time.sleep
     rng: random.Random = field(default_factory=random.Random)
+
+    @classmethod
+    def for_target(
+        cls,
+        target: Target,
+        options: Bounds,
+        say: Callable[[str], None],
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        backoff_base_s: float = 0.5,
+        backoff_cap_s: float = 8.0,
+        rng: random.Random | None = None,
+    ) -> LockPolicy:
+        """The policy of a road on `target`: the options' lock timeout and retries, and the
+        target's own statement and lock timeouts to restore after each attempt."""
+        t = target.timeouts
+        return cls(
+            lock_timeout_ms=options.lock_timeout_ms,
+            retries=options.retries,
+            statement_ms=t.statement_ms,
+            default_lock_ms=t.lock_ms,
+            say=say,
+            backoff_base_s=backoff_base_s,
+            backoff_cap_s=backoff_cap_s,
+            sleep=sleep,
+            rng=rng or random.Random(),
+        )
 
     def limits(self, conn: psycopg.Connection[Any], statement_ms: int, lock_ms: int) -> None:
         conn.execute(

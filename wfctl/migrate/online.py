@@ -322,17 +322,14 @@ class OnlineMigration:
         self.target = target
         self.reporter = reporter
         self.options = options
-        t = target.timeouts
-        self.locks = locks.LockPolicy(
-            lock_timeout_ms=options.lock_timeout_ms,
-            retries=options.retries,
-            statement_ms=t.statement_ms,
-            default_lock_ms=t.lock_ms,
-            say=self.say,
+        self.locks = locks.LockPolicy.for_target(
+            target,
+            options,
+            self.say,
+            sleep=sleep,
             backoff_base_s=options.backoff_base_s,
             backoff_cap_s=options.backoff_cap_s,
-            sleep=sleep,
-            rng=rng or random.Random(),
+            rng=rng,
         )
         self.plan: SwapPlan | None = None
         self.advice_plan: SwapPlan | None = None

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import psycopg
 from psycopg import sql as pgsql
@@ -43,9 +43,10 @@ from psycopg.rows import dict_row
 from wfctl import sql
 from wfctl.connection.db import Target, connect, query_error, read_only
 from wfctl.errors import ExitStatus, RefusedError, UsageError, WfctlError
-from wfctl.migrate import locks, recognise
+from wfctl.migrate import inflight, locks, recognise
 from wfctl.migrate import state as state_mod
 from wfctl.migrate.events import Reporter
+from wfctl.migrate.inflight import RunFate
 from wfctl.migrate.package import Migration, Package
 from wfctl.migrate.progress import BuildProgress
 from wfctl.world import catalog, drizzle, model, releases
@@ -258,68 +259,12 @@ def _next_name(qualified: str | None) -> str:
 
 
 # ----------------------------------------------------------------------------- runs in flight
-@dataclass(frozen=True)
-class RunFate:
-    """What becomes of one run in flight across the road (the inflight analysis's shape)."""
-
-    run_id: str
-    workflow_name: str
-    status: str
-    reason: str
-    fate: str  # continues | fails | carried | unknown
-
-
-class Assess(Protocol):
-    def __call__(self, conn: psycopg.Connection[Any], source: str, target: str) -> list[Any]: ...
-
-
-class Carry(Protocol):
-    def __call__(
-        self,
-        conn: psycopg.Connection[Any],
-        run_ids: Sequence[str],
-        source: str,
-        target: str,
-        *,
-        reason: str,
-    ) -> list[Any]: ...
-
-
-def default_carry() -> Carry | None:
-    """`wfctl.migrate.inflight.carry` (the guarded rewrite of a run's log), when it exists."""
-    try:
-        from wfctl.migrate import inflight  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    carry: Carry = inflight.carry
-    return carry
-
-
-def default_assess() -> tuple[Assess | None, str]:
-    """`wfctl.migrate.inflight.assess` when it exists, else None and why."""
-    try:
-        from wfctl.migrate import inflight  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None, "the analysis of runs across an upgrade is not in this wfctl"
-    assess: Assess = inflight.assess
-    return assess, ""
-
-
 def active_runs_unknown(conn: psycopg.Connection[Any], why: str) -> list[RunFate]:
-    """Every run in flight with an unknown fate: the fallback when nothing can assess them."""
+    """Every run in flight with an unknown fate: the fallback when the analysis cannot judge
+    the road (a version wfctl has no runtime facts for)."""
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(sql.load("migrate/road_active_runs")).fetchall()
     return [RunFate(r["run_id"], r["workflow_name"], r["status"], why, "unknown") for r in rows]
-
-
-def _fate(item: Any) -> RunFate:
-    return RunFate(
-        str(item.run_id),
-        str(item.workflow_name),
-        str(item.status),
-        str(item.reason),
-        str(item.fate),
-    )
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -485,29 +430,13 @@ class Road:
         reporter: Reporter,
         options: RoadOptions,
         *,
-        assess: Assess | None = None,
-        assess_missing: str = "",
-        carry: Carry | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.target = target
         self.reporter = reporter
         self.options = options
         self.sleep = sleep
-        if assess is None and not assess_missing:
-            assess, assess_missing = default_assess()
-        self.assess = assess
-        self.assess_missing = assess_missing
-        self.carry = carry if carry is not None else default_carry()
-        t = target.timeouts
-        self.locks = locks.LockPolicy(
-            lock_timeout_ms=options.lock_timeout_ms,
-            retries=options.retries,
-            statement_ms=t.statement_ms,
-            default_lock_ms=t.lock_ms,
-            say=reporter.say,
-            sleep=sleep,
-        )
+        self.locks = locks.LockPolicy.for_target(target, options, reporter.say, sleep=sleep)
         self._probes: dict[str, str | None] = {}
         self._user = "this role"
         self._source = "unknown"
@@ -703,25 +632,16 @@ class Road:
     def _assess_runs(
         self, conn: psycopg.Connection[Any], world: model.World, report: RoadReport
     ) -> None:
-        missing = self.assess_missing
-        if self.assess is not None:
-            try:
-                with read_only(conn):
-                    found = self.assess(conn, report.source, report.target)
-                report.runs = [_fate(f) for f in found]
-            except WfctlError as exc:
-                missing = f"runs not assessed ({exc.message})"
-        if self.assess is None or missing != self.assess_missing:
+        try:
+            with read_only(conn):
+                report.runs = inflight.assess(conn, report.source, report.target)
+        except WfctlError as exc:
+            missing = f"runs not assessed ({exc.message})"
             report.runs = active_runs_unknown(conn, missing)
             report.runs_note = f"{missing}: every run in flight is counted as one that may fail"
         opts = self.options
         failing = blocking(report.runs, opts.carry)
         carried = [r for r in report.runs if r.fate == "carried"] if opts.carry else []
-        if carried and self.carry is None:
-            raise RefusedError(
-                "--carry: the guarded rewrite of runs in flight is not in this wfctl",
-                hint="nothing was written; --drain waits for the runs instead",
-            )
         if not failing:
             report.runs_policy = "no run in flight would fail" + (
                 f"; --carry rewrites {len(carried)} run(s) after the schema" if carried else ""
@@ -783,14 +703,12 @@ class Road:
         if not self.options.carry:
             return
         with read_only(conn):
-            assert self.assess is not None
-            fresh = [_fate(f) for f in self.assess(conn, report.source, report.target)]
+            fresh = inflight.assess(conn, report.source, report.target)
         ids = [r.run_id for r in fresh if r.fate == "carried"]
         if not ids:
             return
-        assert self.carry is not None
         self.reporter.say(f"carrying {len(ids)} run(s) across to {report.target}")
-        outcomes = self.carry(
+        outcomes = inflight.carry(
             conn,
             ids,
             report.source,

@@ -32,7 +32,7 @@ import psycopg
 
 from wfctl import sql
 from wfctl.errors import RefusedError, UsageError, no_such_run
-from wfctl.ops import audit
+from wfctl.ops import audit, wakeup
 from wfctl.runtime.engine import (
     PATCH_MARKER_PREFIX,
     Event,
@@ -276,15 +276,4 @@ def _utc_naive(value: Any) -> datetime | None:
 
 def _node_job(conn: psycopg.Connection[Any], world: World, fork: ForkPlan) -> None:
     """One wake-up job in the package's own format, under the source's job prefix."""
-    message_id = ids.prefixed("msg")
-    body = json.dumps({"runId": fork.run_id, "requestedAt": datetime.now(UTC).isoformat()})
-    conn.execute(
-        sql.load("repair/add_wakeup_job"),
-        {
-            "task": fork.queue,
-            "message_id": message_id,
-            "workflow_name": fork.name,
-            "body": body,
-            "max_attempts": 49 if world.has_event_slots else 3,
-        },
-    )
+    wakeup.add_job(conn, fork.queue, fork.run_id, fork.name, 49 if world.has_event_slots else 3)

@@ -4,8 +4,10 @@ Why: the package's own `resumeHook()` writes hook_received and then enqueues the
 message; a hook_received written by wfctl without that job leaves the run waiting until some
 worker restarts (every start re-enqueues active runs). The job is the one `wfctl repair` adds
 for a stranded run (WF133): `sql/repair/add_wakeup_job.sql`, task `<prefix>flows`, key = its
-message id, the release's attempts. wfctl's own runs (deployment `wfctl`, driven by `wfctl
-run`/`worker`) get none: no package worker knows their workflows.
+message id, the release's attempts. `add_job` is the one place that builds its body and
+message id (repairs, runs fork, hooks resume, the carry of runs across an upgrade). wfctl's
+own runs (deployment `wfctl`, driven by `wfctl run`/`worker`) get none: no package worker
+knows their workflows.
 """
 
 from __future__ import annotations
@@ -46,16 +48,31 @@ def enqueue(conn: psycopg.Connection[Any], world: World, run_id: str, prefix: st
         raise LookupError(f"no run {run_id}")
     if row[1] == WFCTL_DEPLOYMENT:
         return None
+    return add_job(conn, f"{prefix}flows", run_id, row[0], world.release_or_default.max_attempts)
+
+
+def add_job(
+    conn: psycopg.Connection[Any],
+    task: str,
+    run_id: str,
+    workflow_name: str,
+    max_attempts: int,
+    run_at: datetime | None = None,
+) -> int:
+    """One flow delivery for the run on `task`, due now or at `run_at`, in the caller's
+    transaction: the package's message (a fresh msg_ id, its key; body {runId, requestedAt}).
+    Returns the job id."""
     body = json.dumps({"runId": run_id, "requestedAt": datetime.now(UTC).isoformat()})
     message_id = ids.prefixed("msg")
     job = conn.execute(
         sql.load("repair/add_wakeup_job"),
         {
-            "task": f"{prefix}flows",
+            "task": task,
             "message_id": message_id,
-            "workflow_name": row[0],
+            "workflow_name": workflow_name,
             "body": body,
-            "max_attempts": world.release_or_default.max_attempts,
+            "max_attempts": max_attempts,
+            "run_at": run_at,
         },
     ).fetchone()
     assert job is not None

@@ -22,7 +22,6 @@ says (items, verdict) is wfctl.repair.verdict's, which imports nothing from here
 from __future__ import annotations
 
 import contextlib
-import json
 import queue
 import threading
 import time
@@ -47,6 +46,7 @@ from wfctl.doctor import runner as doctor
 from wfctl.doctor.base import Finding
 from wfctl.durations import format_duration
 from wfctl.errors import RefusedError
+from wfctl.ops import wakeup
 from wfctl.repair import registry, slotlog, wf135
 from wfctl.repair.base import Action, Context, Refused, Repair, Superseded, for_release
 from wfctl.repair.verdict import (
@@ -57,7 +57,7 @@ from wfctl.repair.verdict import (
     settle,
 )
 from wfctl.signals import stop_on_signal
-from wfctl.world import ids, queue_locks
+from wfctl.world import queue_locks
 from wfctl.world.model import World
 from wfctl.world.writer import AlreadyExists, EventWriter
 
@@ -796,20 +796,14 @@ def _execute(ctx: Context, action: Action) -> list[str]:
             raise Refused("a job to stop was locked meanwhile")
         written += [f"job:{row[0]}:failed" for row in failed]
     if action.wake_up:
-        message_id = ids.prefixed("msg")
-        body = json.dumps({"runId": run_id, "requestedAt": datetime.now(UTC).isoformat()})
-        job = ctx.conn.execute(
-            sql.load("repair/add_wakeup_job"),
-            {
-                "task": ctx.task,
-                "message_id": message_id,
-                "workflow_name": ctx.run["name"],
-                "body": body,
-                "max_attempts": ctx.world.release_or_default.max_attempts,
-            },
-        ).fetchone()
-        assert job is not None
-        written.append(f"job:{job[0]}:added")
+        job = wakeup.add_job(
+            ctx.conn,
+            ctx.task,
+            run_id,
+            ctx.run["name"],
+            ctx.world.release_or_default.max_attempts,
+        )
+        written.append(f"job:{job}:added")
     return written
 
 

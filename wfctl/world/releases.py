@@ -37,26 +37,26 @@ from wfctl.world.catalog import Catalog
 PACKAGE_NAME = "@workflow/world-postgres"
 PACKAGES_DATA = Path(__file__).resolve().parent.parent / "data" / "packages.json"
 
-# Entity writes of the package, by the event they write (run_created, step_completed, ...).
-ALL_WRITES = frozenset(
-    {
-        "run_created",
-        "run_started",
-        "run_completed",
-        "run_failed",
-        "run_cancelled",
-        "step_created",
-        "step_started",
-        "step_completed",
-        "step_failed",
-        "step_retrying",
-        "wait_created",
-        "wait_completed",
-        "hook_created",
-        "hook_received",
-        "hook_disposed",
-    }
+# Entity writes of the package, by the event they write (step_created, run_completed, ...),
+# entity by entity in their lifecycle's order (the order docs/releases.md lists them in).
+WRITES = (
+    "step_created",
+    "step_started",
+    "step_completed",
+    "step_failed",
+    "step_retrying",
+    "wait_created",
+    "wait_completed",
+    "hook_created",
+    "hook_received",
+    "hook_disposed",
+    "run_created",
+    "run_started",
+    "run_completed",
+    "run_failed",
+    "run_cancelled",
 )
+ALL_WRITES = frozenset(WRITES)
 # Columns that only some releases have, as `table.column` (tables in schema `workflow`).
 OPTIONAL_COLUMNS = frozenset(
     {
@@ -73,11 +73,12 @@ _RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
 # -- versions ----------------------------------------------------------------------------
 
 
-def version_key(version: str) -> tuple[int, int, int, int, tuple[int | str, ...]]:
-    """Semver order: `4.1.0-beta.46` < `4.1.1` < `5.0.0-beta.27` < `5.0.0-beta.29`."""
+def version_key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
+    """Semver order: `4.1.0-beta.46` < `4.1.1` < `5.0.0-beta.27` < `5.0.0-beta.29`; numeric
+    pre-release identifiers as numbers, and before alphanumeric ones."""
     core, _, pre = version.partition("-")
     parts = [int(p) for p in [*core.split("."), "0", "0"][:3]]
-    tail = tuple(int(p) if p.isdigit() else p for p in pre.split(".")) if pre else ()
+    tail = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split(".")) if pre else ()
     return parts[0], parts[1], parts[2], 0 if pre else 1, tail
 
 
@@ -150,6 +151,51 @@ class SeverityRule:
 
 
 @dataclass(frozen=True)
+class Derivation:
+    """How a core derives a run's correlation ids (`step_`, `wait_`, `hook_`): a seeded ARC4
+    generator (`seedrandom`) feeding `ulid`'s monotonic factory at a fixed time
+    (wfctl/world/nodeids.py)."""
+
+    key: str
+    seed: tuple[str, ...]  # run fields joined by ":" (id, name, started_ms, deployment_id)
+    time: str  # the run field whose milliseconds every id carries (started_ms, or id: its ULID)
+    summary: str
+
+
+# @workflow/core 4.2.4, 4.4.0, 4.5.0, 4.6.0, 4.8.9 (dist/workflow.js: `seed:
+# runId:workflowName:+startedAt`, `generateUlid: () => ulid(+startedAt)`).
+STARTED_AT = Derivation(
+    "started-at",
+    ("id", "name", "started_ms"),
+    "started_ms",
+    "ids stamped with started_at, seeded with run id:workflow name:started_at",
+)
+# @workflow/core 5.0.0-beta.35, 5.0.0-beta.39 (`seed: runId:workflowName:deploymentId`,
+# `generateUlid: () => ulid(fixedTimestamp)`, `fixedTimestamp = runIdCreatedAt(runId)`).
+RUN_ID_TIME = Derivation(
+    "run-id-time",
+    ("id", "name", "deployment_id"),
+    "id",
+    "ids stamped with the run id's time, seeded with run id:workflow name:deployment id",
+)
+
+
+@dataclass(frozen=True)
+class CorrelationIds:
+    """What decides whether a run in flight continues across an upgrade
+    (wfctl.migrate.inflight): how the core mints its ids, and whether it runs steps as their
+    own `<prefix>steps` jobs (4.x cores: dist/workflow.js queues `__wkf_step_*`; the 5.0 cores
+    have no step queue)."""
+
+    ids: Derivation
+    step_jobs: bool
+
+
+_4X_IDS = CorrelationIds(STARTED_AT, step_jobs=True)
+_5X_IDS = CorrelationIds(RUN_ID_TIME, step_jobs=False)
+
+
+@dataclass(frozen=True)
 class Runtime:
     """Facts of the package and its core for the versions `low`..`high` (inclusive)."""
 
@@ -166,6 +212,8 @@ class Runtime:
     not_applicable: Mapping[str, str] = field(default_factory=dict)
     wakes_package_runs: bool = False
     sql_variant: str = "beta29"
+    # None: not read (the ids are the core's, see `correlation_ids`).
+    correlation_ids: CorrelationIds | None = None
 
     def covers(self, version: str) -> bool:
         return version_key(self.low) <= version_key(version) <= version_key(self.high)
@@ -269,6 +317,7 @@ def _four(
         refuses=_4X_REFUSES,
         not_applicable=_4X_NOT_APPLICABLE,
         wakes_package_runs=True,
+        correlation_ids=_4X_IDS,
     )
 
 
@@ -345,6 +394,7 @@ RUNTIMES: tuple[Runtime, ...] = (
         # dist/queue.js: the flows message format is beta.29's (dist/message.js identical), so
         # a delivery wfctl writes is followed by the same wake-up job its resumeHook() adds.
         wakes_package_runs=True,
+        correlation_ids=_5X_IDS,
     ),
     Runtime(
         "5.0.0-beta.29",
@@ -356,6 +406,7 @@ RUNTIMES: tuple[Runtime, ...] = (
         payload_keys=_5X_STEP_OUTCOMES,
         job_keys=_5X_KEYS,
         wakes_package_runs=True,
+        correlation_ids=_5X_IDS,
     ),
 )
 # The slot era (5.0.0-beta.32+): upstream source, no release on the registry.
@@ -417,6 +468,15 @@ def newest_known_within(recorded: Sequence[str]) -> Release | None:
 def runtime(version: str) -> Runtime | None:
     """The runtime facts of `version` (None: a version wfctl has not read)."""
     return next((r for r in RUNTIMES if r.covers(version)), None)
+
+
+def correlation_ids(version: str) -> CorrelationIds | None:
+    """How `version`'s core mints a run's correlation ids. The ids are the core's, not the
+    package's: None where wfctl does not know which core its users got (`CORE`: a range's
+    other versions, e.g. 4.1.0-beta.46 or 5.0.0-beta.30, were never paired with one) or has
+    not read it (the slot era)."""
+    found = runtime(version)
+    return found.correlation_ids if found is not None and version in CORE else None
 
 
 # -- lines: the era keys of reports ------------------------------------------------------
