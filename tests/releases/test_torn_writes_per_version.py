@@ -22,12 +22,13 @@ from tests.releases.conftest import FORCE
 from wfctl.world import codec
 
 # version -> (WF101's weight unpinned, pinned): 4.3.6/4.3.7 write step_created atomically, so
-# on a 4.3 journal the worst case is the check's own (critical); 4.3.0 itself heals it.
+# on a 4.3 journal the worst case is the check's own (critical); 4.3.0 itself heals it, and so
+# does 5.0.0-beta.27's runtime (a fan-out step's row is re-used: its corpus world shows it).
 WEIGHT = {
     "4.1.5": ("warning", "warning"),
     "4.2.0": ("warning", "warning"),
     "4.3.0": ("critical", "warning"),
-    "5.0.0-beta.27": ("critical", "critical"),
+    "5.0.0-beta.27": ("warning", "warning"),
 }
 
 
