@@ -177,16 +177,20 @@ class Writer(threading.Thread):
                 n += 1
                 started = time.monotonic()
                 try:
-                    conn.execute(
-                        "INSERT INTO workflow.workflow_events (id, type, run_id, correlation_id)"
-                        " VALUES (%s, 'step_started', %s, %s)",
-                        (f"wevt_w{n:09d}", self.run_id, f"step_w{n}"),
-                    )
+                    self.insert(conn, n)
                     self.ok += 1
                 except psycopg.Error as exc:
                     self.errors.append(str(exc))
                 self.max_latency = max(self.max_latency, time.monotonic() - started)
                 time.sleep(0.002)
+
+    def insert(self, conn: psycopg.Connection[Any], n: int) -> None:
+        """The n-th write: an event (a subclass writes to another table)."""
+        conn.execute(
+            "INSERT INTO workflow.workflow_events (id, type, run_id, correlation_id)"
+            " VALUES (%s, 'step_started', %s, %s)",
+            (f"wevt_w{n:09d}", self.run_id, f"step_w{n}"),
+        )
 
 
 def real_migrator(dsn: str, package: Path, tmp: Path) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -136,23 +135,12 @@ def test_dry_run_writes_nothing_and_names_locks(world_43: Db, run_cli: Any) -> N
 class RunWriter(Writer):
     """Inserts runs (the table the column adds lock) one autocommit statement at a time."""
 
-    def run(self) -> None:
-        with psycopg.connect(self.dsn, autocommit=True, application_name="test-writer") as conn:
-            n = 0
-            while not self.stop.is_set():
-                n += 1
-                started = time.monotonic()
-                try:
-                    conn.execute(
-                        "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name)"
-                        " VALUES (%s, 'dpl', 'completed', 'w')",
-                        (f"wrun_w{n:09d}",),
-                    )
-                    self.ok += 1
-                except psycopg.Error as exc:
-                    self.errors.append(str(exc))
-                self.max_latency = max(self.max_latency, time.monotonic() - started)
-                time.sleep(0.002)
+    def insert(self, conn: psycopg.Connection[Any], n: int) -> None:
+        conn.execute(
+            "INSERT INTO workflow.workflow_runs (id, deployment_id, status, name)"
+            " VALUES (%s, 'dpl', 'completed', 'w')",
+            (f"wrun_w{n:09d}",),
+        )
 
 
 def test_writer_waits_no_longer_than_the_lock_timeout(world_43: Db, run_cli: Any) -> None:
