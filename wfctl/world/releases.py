@@ -261,6 +261,8 @@ _RUN_REENQUEUED = SeverityRule(
     "reenqueueActiveRuns re-runs active runs at every start and runs this one to completion "
     "(its log then starts at run_started)",
 )
+# 4.1.x through 4.2.0 write nothing in a transaction and do not heal orphan hooks.
+_NO_TX_WEIGHTS = {"WF101": _STEP_ROW_REUSED, "WF103": _HOOK_FAILS, "WF121": _RUN_REENQUEUED}
 # The keys 4.2.4's replay reads in each event (dist/step.js, dist/workflow/*.js, runtime.js).
 _KEYS_CORE_42 = {
     "step_created": ("stepName", "input"),
@@ -336,7 +338,7 @@ RUNTIMES: tuple[Runtime, ...] = (
         "4.1.1 (with @workflow/core 4.2.4)",
         frozenset(),  # dist/storage.js: no transaction at all
         _KEYS_CORE_42,
-        {"WF101": _STEP_ROW_REUSED, "WF103": _HOOK_FAILS, "WF121": _RUN_REENQUEUED},
+        _NO_TX_WEIGHTS,
     ),
     _four(
         "4.1.4",
@@ -344,7 +346,7 @@ RUNTIMES: tuple[Runtime, ...] = (
         "4.1.4 (@workflow/core 4.3.1), 4.1.5 (4.4.0), 4.2.0 (4.5.0)",
         frozenset(),  # dist/storage.js: no transaction at all
         _KEYS_CORE_48,
-        {"WF101": _STEP_ROW_REUSED, "WF103": _HOOK_FAILS, "WF121": _RUN_REENQUEUED},
+        _NO_TX_WEIGHTS,
     ),
     _four(
         "4.3.0",
