@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from tests.runtime import drivers
 from tests.runtime import flow_features as ff
 from tests.runtime.conftest import doctor_clean
+from tests.runtime.drivers import start, types
 from wfctl.runtime import children, serde
 from wfctl.runtime import executor as ex
 from wfctl.runtime.retries import DEFAULT_POLICY, RetryPolicy
@@ -23,20 +25,8 @@ def _reset() -> None:
     ff.reset()
 
 
-def start(store: Store, wdef: Any, *args: Any) -> str:
-    return ex.create(wdef, list(args), conn=store.conn).run_id
-
-
 def drive(store: Store, run_id: str, *, wait: bool = False, timeout: float = 30) -> ex.Done:
-    runner = ex.Executor(ff.wf, store)
-    try:
-        return runner.drive(run_id, wait=wait, timeout=timeout if wait else None)
-    finally:
-        runner.close()
-
-
-def types(store: Store, run_id: str) -> list[str]:
-    return [e.type for e in store.read_events(run_id)]
+    return drivers.drive(ff.wf, store, run_id, wait=wait, timeout=timeout)
 
 
 # --- retries ---------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from tests.runtime import drivers
 from tests.runtime import hookflows as hf
+from tests.runtime.drivers import start, types
 from wfctl.runtime import (
     ConnectionError,
     DecodeError,
@@ -25,20 +27,8 @@ from wfctl.runtime import executor as ex
 from wfctl.runtime.store import Store
 
 
-def start(store: Store, wdef: Any, *args: Any) -> str:
-    return ex.create(wdef, list(args), conn=store.conn).run_id
-
-
 def drive(store: Store, run_id: str, *, wait: bool = False, timeout: float = 30) -> ex.Done:
-    runner = ex.Executor(hf.wf, store)
-    try:
-        return runner.drive(run_id, wait=wait, timeout=timeout if wait else None)
-    finally:
-        runner.close()
-
-
-def types(store: Store, run_id: str) -> list[str]:
-    return [e.type for e in store.read_events(run_id)]
+    return drivers.drive(hf.wf, store, run_id, wait=wait, timeout=timeout)
 
 
 def replays(store: Store, run_id: str) -> None:
