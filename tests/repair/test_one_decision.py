@@ -111,13 +111,14 @@ def test_a_live_writers_open_insert_is_waited_for_never_duplicated(
     assert status == 0 and json.loads(out)["items"] == []
 
 
-def waits_on_a_row(db: Db) -> bool:
-    return bool(
-        db.scalar(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND application_name LIKE 'wfctl/%%' AND wait_event_type = 'Lock'"
-        )
-    )
+def until_repair_waits_on_a_row(db: Db) -> None:
+    """Return once wfctl's repair session waits on a row lock (bounded: 60 s)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not db.scalar(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name LIKE 'wfctl/%%' AND wait_event_type = 'Lock'"
+    ):
+        time.sleep(0.02)
 
 
 def test_a_writer_committing_while_the_repair_waits_is_seen(world, real_world, run_cli) -> None:
@@ -156,9 +157,7 @@ def test_an_apply_that_lost_the_race_exits_0_and_says_so(world, real_world, run_
     )
 
     def commit_once_waited_for() -> None:
-        deadline = time.monotonic() + 60
-        while not waits_on_a_row(real_world) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        until_repair_waits_on_a_row(real_world)
         rival.commit()
 
     thread = threading.Thread(target=commit_once_waited_for)
@@ -217,9 +216,7 @@ def test_a_writer_opening_while_the_repair_writes_is_waited_for_before_it_commit
     writers: list[psycopg.Connection[Any]] = []
 
     def script() -> None:
-        deadline = time.monotonic() + 60
-        while not waits_on_a_row(real_world) and time.monotonic() < deadline:
-            time.sleep(0.02)  # the repair holds the run, waits for the step row
+        until_repair_waits_on_a_row(real_world)  # it holds the run, waits for the step row
         writers.append(late_completion(real_world, run_id, step_id))  # opens after its look
         holder.commit()  # the repair re-checks (the insert is invisible) and appends
         time.sleep(0.5)
